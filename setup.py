@@ -1,0 +1,49 @@
+"""Packaging for dllm_nb. Version and metadata come from settings.ini (nbdev 2)."""
+from configparser import ConfigParser
+from pathlib import Path
+from setuptools import find_packages, setup
+
+cfg = ConfigParser(delimiters=['='])
+cfg.read(Path(__file__).parent / 'settings.ini')
+cfg = cfg['DEFAULT']
+
+# Runtime dependencies. torch is NOT range-pinned here on purpose: install the build you want
+# first (the Makefile installs the CPU wheel `torch==2.13.0`), and pip keeps it.
+requirements = [
+    'torch>=2.6',
+    'transformers>=5.0,<6',
+    'tokenizers>=0.21',
+    'datasets>=3.0',
+    'matplotlib>=3.8',
+    'ipywidgets>=8.0',
+    'tqdm>=4.66',
+    'pyyaml>=6.0',
+    'safetensors>=0.4',
+    'numpy>=1.26',
+]
+# nbdev 2 needs these exact companions (nbdev 3 refuses settings.ini).
+dev_requirements = [
+    'nbdev==2.4.7', 'execnb==0.1.16', 'fastcore==1.8.18',
+    'pytest>=8', 'pytest-xdist>=3.5', 'hypothesis>=6.100',
+    'jupyter', 'ipykernel', 'nbconvert>=7', 'jupytext>=1.16',
+]
+
+setup(
+    name=cfg['lib_name'],
+    version=cfg['version'],
+    description=cfg['description'],
+    long_description=Path('README.md').read_text(encoding='utf-8') if Path('README.md').exists() else '',
+    long_description_content_type='text/markdown',
+    author=cfg['author'],
+    author_email=cfg['author_email'],
+    license='Apache-2.0',
+    url=cfg['git_url'],
+    python_requires=f">={cfg['min_python']}",
+    packages=find_packages(include=['dllm_nb', 'dllm_nb.*']),
+    include_package_data=True,
+    package_data={'dllm_nb': ['assets/*', 'assets/**/*']},
+    install_requires=requirements,
+    extras_require={'dev': dev_requirements},
+    entry_points={'nbdev': [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"]},
+    zip_safe=False,
+)
