@@ -31,4 +31,11 @@ d = { 'settings': { 'branch': 'main',
                                'dllm_nb.masks.encoder_block_mask': ('masks.html#encoder_block_mask', 'dllm_nb/masks.py'),
                                'dllm_nb.masks.encoder_mask_mod': ('masks.html#encoder_mask_mod', 'dllm_nb/masks.py'),
                                'dllm_nb.masks.stack_example_masks': ('masks.html#stack_example_masks', 'dllm_nb/masks.py'),
-                               'dllm_nb.masks.to_additive': ('masks.html#to_additive', 'dllm_nb/masks.py')}}}
+                               'dllm_nb.masks.to_additive': ('masks.html#to_additive', 'dllm_nb/masks.py')},
+            'dllm_nb.window': { 'dllm_nb.window.ResponseWindow': ('window.html#responsewindow', 'dllm_nb/window.py'),
+                                'dllm_nb.window.ResponseWindow.to': ('window.html#responsewindow.to', 'dllm_nb/window.py'),
+                                'dllm_nb.window._gather_rows': ('window.html#_gather_rows', 'dllm_nb/window.py'),
+                                'dllm_nb.window.build_response_window': ('window.html#build_response_window', 'dllm_nb/window.py'),
+                                'dllm_nb.window.plot_window': ('window.html#plot_window', 'dllm_nb/window.py'),
+                                'dllm_nb.window.response_span': ('window.html#response_span', 'dllm_nb/window.py'),
+                                'dllm_nb.window.select_blocks': ('window.html#select_blocks', 'dllm_nb/window.py')}}}
