@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse, logging, random, re
 from importlib.resources import files
 from pathlib import Path
-from datasets import Dataset, load_dataset
+from datasets import Dataset, disable_progress_bars, load_dataset
 from fastcore.imports import IN_NOTEBOOK
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
@@ -270,6 +270,7 @@ _FORMATS = {'.json': 'json', '.jsonl': 'json', '.parquet': 'parquet'}
 def _load_raw(source: str, split: str, seed: int, sizes: dict | None) -> Dataset:
     if source.startswith('builtin:'): return Dataset.from_list(builtin_examples(source[8:], split, seed, sizes))
     p = Path(source)
+    if p.suffix in _FORMATS and not p.is_file(): raise FileNotFoundError(f"{source}: no such data file")
     if p.is_file():
         if p.suffix not in _FORMATS: raise ValueError(f"{source}: unsupported file type; use one of {sorted(_FORMATS)}")
         return load_dataset(_FORMATS[p.suffix], data_files=str(p), split='train')  # one file = one split
@@ -343,6 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--seed', type=int, default=0, help='seed of the built-in tasks')
     args = ap.parse_args(argv)
     if not args.demo: ap.print_help(); return 0
+    disable_progress_bars()
     tok = load_tokenizer()
     print(f"tokenizer: {len(tok)} tokens, pad={tok.pad_token_id} eos={tok.eos_token_id} mask={tok.mask_token_id}")
     for split in args.splits.split(','):

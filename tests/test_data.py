@@ -98,6 +98,7 @@ def test_bad_pairs_and_missing_columns(tmp_path, tok):
     with pytest.raises(ValueError, match="example 1: field 'response'"): load_sft_dataset(tmp_path / 'p.jsonl', tokenizer=tok)
     write_jsonl(tmp_path / 'q.jsonl', [dict(question='a', answer='b')])
     with pytest.raises(ValueError, match="no 'messages' column.*question"): load_sft_dataset(tmp_path / 'q.jsonl', tokenizer=tok)
+    with pytest.raises(FileNotFoundError, match='missing.jsonl'): load_sft_dataset(tmp_path / 'missing.jsonl', tokenizer=tok)
     with pytest.raises(ValueError, match='overlong'): load_sft_dataset('builtin:addition', overlong='skip', tokenizer=tok)
 
 
