@@ -4,7 +4,7 @@
 
 # %% ../nbs/10_distributed.ipynb 2
 from __future__ import annotations
-import builtins, os, re
+import builtins, numbers, os, re
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Sequence
 import torch, torch.distributed as dist
@@ -75,16 +75,17 @@ def all_reduce_sum(x):
         if not is_dist(): return y
         y = y.to(_comm_device()); dist.all_reduce(y)
         return y.to(x.device)
-    values = [x] if isinstance(x, (int, float)) else list(x)
-    exact = all(isinstance(v, int) for v in values)  # int counts stay exact (int64), anything else goes float64
+    scalar = isinstance(x, numbers.Number)
+    values = [x] if scalar else list(x)
+    exact = all(isinstance(v, numbers.Integral) for v in values)  # int counts stay exact (int64), others go float64
     out = all_reduce_sum(torch.tensor(values, dtype=torch.int64 if exact else torch.float64)).tolist()
-    return out[0] if isinstance(x, (int, float)) else type(x)(out)
+    return out[0] if scalar else type(x)(out)
 
 def all_reduce_mean(x):
     "Mean over ranks, same input kinds as `all_reduce_sum`."
     s, w = all_reduce_sum(x), world_size()
-    if isinstance(s, torch.Tensor): return s / w
-    return s / w if isinstance(s, (int, float)) else type(s)(v / w for v in s)
+    if isinstance(s, (torch.Tensor, numbers.Number)): return s / w
+    return type(s)(v / w for v in s)
 
 def broadcast_object(obj, src: int = 0):
     "Rank `src`'s picklable `obj` on every rank (e.g. a resolved checkpoint path)."
