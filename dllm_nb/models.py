@@ -295,7 +295,9 @@ class BlockDiffusionLM(_DLLMWrapper):
                self_cond_embeds: Optional[Tensor] = None, **backbone_kw):
         "One canvas pass over `[encoder ; canvas]` keys (a fresh read-only cache); returns the backbone output."
         x = self.backbone.get_input_embeddings()(canvas_ids)
-        if self_cond_embeds is not None: x = x + self.self_cond(self_cond_embeds)
+        if self_cond_embeds is not None:
+            if self.self_cond is None: raise ValueError("self_cond_embeds given to a model built with self_conditioning=False.")
+            x = x + self.self_cond(self_cond_embeds)
         return self.backbone(inputs_embeds=x, attention_mask=self._mask(decoder_mask), use_cache=True,
                              cache=SharedKVCache(self.num_layers, state.kv), position_ids=decoder_position_ids,
                              **backbone_kw)
@@ -303,7 +305,7 @@ class BlockDiffusionLM(_DLLMWrapper):
     def self_cond_input(self, logits: Tensor, coins: Optional[Tensor] = None) -> Tensor:
         "Soft embedding of `logits` `[B, R, V]`, zeroed for examples whose coin is False."
         e = soft_embedding(logits, self.backbone.get_input_embeddings(), embedding_scale(self.backbone))
-        return e if coins is None else e * coins.to(e.dtype)[:, None, None]
+        return e if coins is None else e * coins.to(device=e.device, dtype=e.dtype)[:, None, None]
 
     def forward(self, input_ids: Tensor, canvas_ids: Tensor, encoder_mask: MaskLike, decoder_mask: MaskLike,
                 decoder_position_ids: Tensor, do_self_conditioning: Optional[Tensor] = None,
