@@ -19,6 +19,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument('--config', default=None, help='YAML preset (a path, or a name under configs/); default: built-in defaults')
     ap.add_argument('--print-config', action='store_true', help='print the resolved config and exit')
     ap.add_argument('--list-keys', action='store_true', help='list every config key with its type and exit')
+    ap.add_argument('--stop-at', type=int, default=None, help='stop after this step, as a preemption would (resume later)')
     ap.add_argument('overrides', nargs='*', help='key=value overrides')
     return ap.parse_args(argv)
 
@@ -68,7 +69,10 @@ def main(argv=None) -> int:
             print(f"dllm_nb.train: mode={cfg.dllm.mode} world_size={dist_info.world_size} train={len(trainer.train_ds)} "
                   f"val={len(trainer.val_ds) if trainer.val_ds is not None else 0} "
                   f"params={trainer.num_params / 1e6:.2f}M")
-        records = trainer.fit()
+        records = trainer.fit(stop_at=args.stop_at)
+        if args.stop_at is not None and args.stop_at < cfg.train.max_steps:
+            if dist_info.is_main: print(f'stopped at step {args.stop_at} as asked; resume with train.resume=auto')
+            return 0
         final = export_final(trainer, Path(cfg.output_dir) / 'final')
         if dist_info.is_main:
             print(summarize(records))
