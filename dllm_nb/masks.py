@@ -10,9 +10,10 @@ from torch import Tensor
 from torch.nn.attention.flex_attention import BlockMask, create_block_mask
 
 # %% auto 0
-__all__ = ['MaskMod', 'build_block_diffusion_training_mask', 'block_diffusion_mask_mod', 'dense_mask', 'stack_example_masks',
-           'build_batched_block_mask', 'to_additive', 'encoder_mask_mod', 'build_encoder_mask',
-           'block_diffusion_block_mask', 'encoder_block_mask', 'bd3_mask_mod', 'bd3_training_mask']
+__all__ = ['MASK_COLORS', 'MaskMod', 'build_block_diffusion_training_mask', 'plot_block_mask', 'block_diffusion_rows',
+           'block_diffusion_mask_mod', 'dense_mask', 'stack_example_masks', 'build_batched_block_mask', 'to_additive',
+           'encoder_mask_mod', 'build_encoder_mask', 'block_diffusion_block_mask', 'encoder_block_mask', 'bd3_mask_mod',
+           'bd3_training_mask']
 
 # %% ../nbs/03_masks.ipynb
 def _check_sizes(block_size: int, sliding_window: Optional[int]) -> None:
@@ -43,26 +44,89 @@ def build_block_diffusion_training_mask(prefix: int, response_length: int, enc_l
     return m
 
 # %% ../nbs/03_masks.ipynb
+MASK_COLORS = {'masked': '#eeeeee', 'prompt': '#4c72b0', 'clean response': '#dd8452', 'canvas': '#55a868',
+               'pad row': '#7f7f7f', 'x_t': '#55a868', 'x_0': '#dd8452', 'visible': '#4c72b0'}
+
+def _key_segments(K: int, prefix: Optional[int], enc_len: Optional[int]) -> list[tuple[str, int, int]]:
+    if enc_len is None: return [('visible', 0, K)]
+    return [('prompt', 0, prefix or 0), ('clean response', prefix or 0, enc_len), ('canvas', enc_len, K)]
+
+def _mask_image(m: Tensor, segs, response_length: Optional[int]) -> Tensor:
+    "Integer image: 0 masked, n for a visible key in segment n, last code for pad-row cells."
+    kind = torch.zeros(m.shape[1], dtype=torch.long)
+    for n, (_, a, b) in enumerate(segs, 1): kind[a:b] = n
+    img = torch.where(m, kind[None], 0)
+    if response_length is not None: img[response_length:] = torch.where(m[response_length:], len(segs) + 1, 0)
+    return img
+
+# %% ../nbs/03_masks.ipynb
+def _draw_block_lines(ax, Q: int, segs, block_size: int, row_starts) -> None:
+    for i, r0 in enumerate(row_starts):
+        for y in range(r0, (row_starts[i + 1] if i + 1 < len(row_starts) else Q), block_size):
+            ax.axhline(y - .5, color='k', lw=1.2 if y == r0 else .3)
+    for name, a, b in segs:
+        ax.axvline(a - .5, color='k', lw=1.2)
+        if name != 'prompt':
+            for x in range(a + block_size, b, block_size): ax.axvline(x - .5, color='k', lw=.3)
+
+def plot_block_mask(mask: Tensor, prefix: Optional[int] = None, enc_len: Optional[int] = None,
+                    block_size: Optional[int] = None, response_length: Optional[int] = None, segments=None,
+                    row_starts=(0,), ax=None, title: Optional[str] = None, legend: bool = True):
+    "Draw a `[Q, K]` bool mask, visible cells coloured by key segment (prompt / clean response / canvas), pad rows grey."
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+    m = mask.detach().cpu().bool()
+    while m.ndim > 2:
+        if m.shape[0] != 1: raise ValueError(f"plot one mask at a time: got shape {tuple(mask.shape)}; index the batch first.")
+        m = m[0]
+    Q, K = m.shape
+    segs = list(segments) if segments is not None else _key_segments(K, prefix, enc_len)
+    names = ['masked'] + [n for n, *_ in segs] + ['pad row']
+    img = _mask_image(m, segs, None if response_length is None else int(response_length))
+    if ax is None: _, ax = plt.subplots(figsize=(4.6, 3.6 * Q / max(K, 1) + .9), dpi=80, layout='constrained')
+    ax.imshow(img, cmap=ListedColormap([MASK_COLORS.get(n, '#4c72b0') for n in names]), vmin=0,
+              vmax=len(names) - 1, interpolation='nearest', aspect='equal')
+    if block_size: _draw_block_lines(ax, Q, segs, block_size, list(row_starts))
+    ax.set_xlabel('key: ' + ' | '.join(n for n, a, b in segs if b > a), fontsize=8); ax.set_ylabel('query', fontsize=8)
+    ax.tick_params(labelsize=7)
+    if title: ax.set_title(title, fontsize=9)
+    if legend:
+        shown = sorted(set(img.unique().tolist()) | {0})
+        ax.legend(handles=[Patch(color=MASK_COLORS.get(names[c], '#4c72b0'), label=names[c]) for c in shown],
+                  fontsize=7, loc='upper left', bbox_to_anchor=(1.01, 1), frameon=False)
+    return ax
+
+# %% ../nbs/03_masks.ipynb
 MaskMod = Callable[[Tensor, Tensor, Tensor, Tensor], Tensor]
 
-def block_diffusion_mask_mod(prefix_len: Tensor, response_len: Tensor, enc_len: int, block_size: int,
-                             sliding_window: Optional[int] = None) -> MaskMod:
-    "Decoder predicate over keys `[encoder enc_len ; canvas]`, closing over `prefix_len`, `response_len` `[B]`."
-    E, bs, w = enc_len, block_size, sliding_window
-    def mask_mod(b, h, q_idx, kv_idx):
+def block_diffusion_rows(prefix_len: Tensor, response_len: Tensor, block_size: int,
+                         sliding_window: Optional[int] = None) -> Callable:
+    "The decoder rule as row intervals: `(b, q_idx) -> (enc_lo, enc_hi, can_lo, can_hi)`, visible = `[lo, hi)`."
+    bs, w = block_size, sliding_window
+    def rows(b, q_idx):
         P, L = prefix_len[b], response_len[b]
         start = q_idx // bs * bs                                 # response-relative start of the query's block
         real = q_idx < L                                         # pad rows: canvas diagonal only
-        enc = kv_idx < torch.where(real, P + torch.minimum(start, L), 0)   # prompt + strictly earlier blocks
-        if w is not None: enc = enc & (kv_idx >= P + start - w + 1)
-        i = kv_idx - E                                           # canvas key index (< 0 on encoder keys)
-        lo = torch.where(real, start, q_idx)
-        hi = torch.where(real, torch.minimum(start + bs, L), q_idx + 1)
-        return enc | ((i >= lo) & (i < hi))
+        enc_hi = torch.where(real, P + torch.minimum(start, L), 0)          # prompt + strictly earlier blocks
+        enc_lo = torch.zeros_like(enc_hi) if w is None else P + start - w + 1  # window anchored at block start
+        can_lo = torch.where(real, start, q_idx)
+        can_hi = torch.where(real, torch.minimum(start + bs, L), q_idx + 1)
+        return enc_lo, enc_hi, can_lo, can_hi
+    return rows
+
+def block_diffusion_mask_mod(prefix_len: Tensor, response_len: Tensor, enc_len: int, block_size: int,
+                             sliding_window: Optional[int] = None) -> MaskMod:
+    "Decoder predicate `(b, h, q_idx, kv_idx) -> keep` over keys `[encoder enc_len ; canvas]`, from the row intervals."
+    rows = block_diffusion_rows(prefix_len, response_len, block_size, sliding_window)
+    def mask_mod(b, h, q_idx, kv_idx):
+        enc_lo, enc_hi, can_lo, can_hi = rows(b, q_idx)
+        i = kv_idx - enc_len                                     # canvas key index (< 0 on encoder keys)
+        return ((kv_idx >= enc_lo) & (kv_idx < enc_hi)) | ((i >= can_lo) & (i < can_hi))
     return mask_mod
 
 def dense_mask(mask_mod: MaskMod, B: int, Q_LEN: int, KV_LEN: int, device=None) -> Tensor:
-    "Materialise a predicate as a bool `[B, 1, Q_LEN, KV_LEN]` from broadcast index grids (no Python loops)."
+    "Materialise any predicate as a bool `[B, 1, Q_LEN, KV_LEN]` from broadcast index grids (no Python loops)."
     ar = lambda n: torch.arange(n, device=device)
     b, q, kv = ar(B)[:, None, None], ar(Q_LEN)[None, :, None], ar(KV_LEN)[None, None, :]
     return mask_mod(b, torch.zeros_like(b), q, kv).expand(B, Q_LEN, KV_LEN)[:, None]
@@ -94,12 +158,23 @@ def _batch_geometry(prefix_len: Tensor, response_len: Tensor, enc_len: int, bloc
         _check_example(prefix_len[bad].item(), response_len[bad].item(), enc_len, where=f"example {bad}: ")
     return max(1, R)
 
+def _dense_rows(rows, B: int, R: int, enc_len: int, windowed: bool, device=None) -> Tensor:
+    "Write the row intervals into a bool `[B, 1, R, enc_len + R]`: the encoder slice, then the canvas slice."
+    ar = lambda n: torch.arange(n, device=device)
+    enc_lo, enc_hi, can_lo, can_hi = rows(ar(B)[:, None, None], ar(R)[None, :, None])   # each [B, R, 1]
+    out = torch.empty(B, 1, R, enc_len + R, dtype=torch.bool, device=device)
+    enc, can, k, i = out[:, 0, :, :enc_len], out[:, 0, :, enc_len:], ar(enc_len), ar(R)
+    torch.lt(k, enc_hi, out=enc)
+    if windowed: enc &= k >= enc_lo
+    torch.ge(i, can_lo, out=can); can &= i < can_hi
+    return out
+
 def build_batched_block_mask(prefix_len: Tensor, response_len: Tensor, enc_len: int, block_size: int,
                              sliding_window: Optional[int] = None, dtype: Optional[torch.dtype] = None) -> Tensor:
     "Decoder mask `[B, 1, R, enc_len + R]` of a ragged batch: bool keep-mask, or additive of `dtype` when given."
     R = _batch_geometry(prefix_len, response_len, enc_len, block_size, sliding_window)
-    mod = block_diffusion_mask_mod(prefix_len, response_len, enc_len, block_size, sliding_window)
-    keep = dense_mask(mod, len(prefix_len), R, enc_len + R, device=prefix_len.device)
+    rows = block_diffusion_rows(prefix_len, response_len, block_size, sliding_window)
+    keep = _dense_rows(rows, len(prefix_len), R, enc_len, sliding_window is not None, prefix_len.device)
     return keep if dtype is None else to_additive(keep, dtype)
 
 # %% ../nbs/03_masks.ipynb
