@@ -20,8 +20,8 @@ warnings.filterwarnings('ignore', message='.*flex_attention.*')
 CPU = {}
 
 def timeit(fn, n=5, warmup=1):
-    "Best wall time (s) of `fn()` over `n` runs after `warmup` runs (the minimum: the machine is shared and noisy).
-    The best process CPU time (all threads) is kept in `CPU[fn]`."
+    """Best wall time (s) of `fn()` over `n` runs after `warmup` runs (the minimum: the machine is shared and noisy).
+    The best process CPU time (all threads) is kept in `CPU['last']`."""
     for _ in range(warmup): fn()
     ts, cs = [], []
     for _ in range(n):
@@ -70,8 +70,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--B', type=int, default=32); ap.add_argument('--enc-len', type=int, default=1024)
     ap.add_argument('--block', type=int, default=32); ap.add_argument('--step-batch', type=int, default=4)
+    ap.add_argument('--threads', type=int, default=1,
+                    help='torch threads; 1 by default so CPU time is real work, not OpenMP spin-waiting on a shared box')
     a = ap.parse_args()
-    torch.manual_seed(0)
+    torch.manual_seed(0); torch.set_num_threads(a.threads)
     print(f'torch {torch.__version__}, threads={torch.get_num_threads()}')
     pl, rl, am = batch(a.B, a.enc_len, 64, 512)
     R = int(rl.max())

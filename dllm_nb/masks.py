@@ -185,38 +185,45 @@ def to_additive(mask: Tensor, dtype: torch.dtype) -> Tensor:
     return torch.where(mask, zero, neg)
 
 # %% ../nbs/03_masks.ipynb
+def _causal_band(q_idx: Tensor, kv_idx: Tensor, w: Optional[int]) -> Tensor:
+    "The position part of the encoder rule: causal, and within the window when `w` is given."
+    keep = kv_idx <= q_idx
+    return keep if w is None else keep & (q_idx - kv_idx < w)
+
 def encoder_mask_mod(attention_mask: Tensor, sliding_window: Optional[int] = None) -> MaskMod:
     "Causal predicate over `[B, S]` keys, padding keys (`attention_mask == 0`) removed, the diagonal always kept."
     am, w = attention_mask.bool(), sliding_window
     def mask_mod(b, h, q_idx, kv_idx):
-        keep = (kv_idx <= q_idx) & (am[b, kv_idx] | (kv_idx == q_idx))
-        return keep if w is None else keep & (q_idx - kv_idx < w)
+        return _causal_band(q_idx, kv_idx, w) & (am[b, kv_idx] | (kv_idx == q_idx))
     return mask_mod
 
+# %% ../nbs/03_masks.ipynb
 def build_encoder_mask(attention_mask: Tensor, sliding_window: Optional[int] = None,
                        dtype: Optional[torch.dtype] = None) -> Tensor:
     "Encoder mask `[B, 1, S, S]` from `attention_mask [B, S]`: bool keep-mask, or additive of `dtype` when given."
     _check_sizes(1, sliding_window)
-    B, S = attention_mask.shape
-    keep = dense_mask(encoder_mask_mod(attention_mask, sliding_window), B, S, S, device=attention_mask.device)
-    return keep if dtype is None else to_additive(keep, dtype)
+    pos = torch.arange(attention_mask.shape[1], device=attention_mask.device)
+    keep = _causal_band(pos[:, None], pos[None], sliding_window) & attention_mask.bool()[:, None, :]   # [B, S, S]
+    keep.diagonal(dim1=-2, dim2=-1).fill_(True)                  # every query keeps itself (pad queries included)
+    return keep[:, None] if dtype is None else to_additive(keep[:, None], dtype)
 
 # %% ../nbs/03_masks.ipynb
 def block_diffusion_block_mask(prefix_len: Tensor, response_len: Tensor, enc_len: int, block_size: int,
                                sliding_window: Optional[int] = None, device=None, BLOCK_SIZE: int = 128) -> BlockMask:
     "FlexAttention `BlockMask` for the decoder, `[B, 1, R, enc_len + R]`, from the same predicate as the dense mask."
     R = _batch_geometry(prefix_len, response_len, enc_len, block_size, sliding_window)
-    mod = block_diffusion_mask_mod(prefix_len, response_len, enc_len, block_size, sliding_window)
-    return create_block_mask(mod, len(prefix_len), None, R, enc_len + R, device=device or prefix_len.device,
-                             BLOCK_SIZE=BLOCK_SIZE)
+    device = device or prefix_len.device
+    mod = block_diffusion_mask_mod(prefix_len.to(device), response_len.to(device), enc_len, block_size, sliding_window)
+    return create_block_mask(mod, len(prefix_len), None, R, enc_len + R, device=device, BLOCK_SIZE=BLOCK_SIZE)
 
 def encoder_block_mask(attention_mask: Tensor, sliding_window: Optional[int] = None, device=None,
                        BLOCK_SIZE: int = 128) -> BlockMask:
     "FlexAttention `BlockMask` for the encoder, `[B, 1, S, S]`, from the same predicate as `build_encoder_mask`."
     _check_sizes(1, sliding_window)
-    B, S = attention_mask.shape
-    return create_block_mask(encoder_mask_mod(attention_mask, sliding_window), B, None, S, S,
-                             device=device or attention_mask.device, BLOCK_SIZE=BLOCK_SIZE)
+    (B, S), device = attention_mask.shape, device or attention_mask.device
+    tile = BLOCK_SIZE if isinstance(BLOCK_SIZE, int) else max(BLOCK_SIZE)
+    am = torch.nn.functional.pad(attention_mask.to(device), (0, -S % tile))   # safe reads on padded key positions
+    return create_block_mask(encoder_mask_mod(am, sliding_window), B, None, S, S, device=device, BLOCK_SIZE=BLOCK_SIZE)
 
 # %% ../nbs/03_masks.ipynb
 def bd3_mask_mod(seq_len: int, block_size: int) -> MaskMod:

@@ -9,7 +9,7 @@ from torch.nn.attention.flex_attention import flex_attention
 
 from dllm_nb.masks import (bd3_training_mask, block_diffusion_block_mask, block_diffusion_mask_mod,
                            build_batched_block_mask, build_block_diffusion_training_mask, build_encoder_mask,
-                           dense_mask, encoder_block_mask, stack_example_masks, to_additive)
+                           dense_mask, encoder_block_mask, encoder_mask_mod, stack_example_masks, to_additive)
 
 warnings.filterwarnings('ignore', message='flex_attention called without torch.compile')
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -176,6 +176,7 @@ def test_encoder_mask(case):
     am, w = case
     B, S = am.shape
     m = build_encoder_mask(am, w)[:, 0]
+    assert torch.equal(m, dense_mask(encoder_mask_mod(am, w), B, S, S)[:, 0])      # builder == predicate
     q, k = torch.arange(S)[:, None], torch.arange(S)[None]
     want = (k <= q) & (am.bool()[:, None, :] | (k == q)) & (True if w is None else (q - k < w))
     assert torch.equal(m, want)

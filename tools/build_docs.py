@@ -2,8 +2,9 @@
 
     python tools/build_docs.py [--out _site]
 
-1. `nbdev_proc_nbs` runs nbdev's own doc processors into `_proc/` (front matter, hidden cells removed,
-   `show_doc` API reference cells inserted and executed), exactly what quarto would render.
+1. nbdev's own doc processors (`nbdev.quarto.proc_nbs`) write `_proc/` (front matter, hidden cells removed,
+   `show_doc` API reference cells inserted and executed), exactly what quarto would render. (We call it directly:
+   the `nbdev_proc_nbs` command first tries to install quarto with sudo and `pip install -e` the project.)
 2. Each processed notebook is rendered with nbconvert's `basic` HTML template from its stored outputs
    (pictures included; nothing is re-executed), inputs of `#| echo: false` cells dropped, and wrapped in a
    page with a sidebar linking every page. `index.ipynb` becomes `index.html`.
@@ -94,7 +95,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--out', default=str(ROOT / '_site'))
     args = ap.parse_args()
-    subprocess.run([str(Path(sys.executable).parent / 'nbdev_proc_nbs')], cwd=ROOT, check=True)
+    import os
+    from nbdev.quarto import proc_nbs
+    os.chdir(ROOT)
+    proc_nbs(NBS, n_workers=0)
     proc = ROOT / '_proc'
     nbs = sorted(p for p in proc.rglob('*.ipynb') if not p.name.startswith(('_', '.')))
     nbs.sort(key=lambda p: (p.stem != 'index', str(p.relative_to(proc))))

@@ -1,0 +1,165 @@
+"""dllm_nb.config: presets, overrides, type parsing, the single ConfigError, and save/load round trips."""
+import ast, re
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings, strategies as st
+
+from dllm_nb.config import (Config, ConfigError, DLLMConfig, TrainConfig, config_keys, config_to_dict, load_config,
+                            save_config, validate_config)
+
+ROOT = Path(__file__).resolve().parents[1]
+PRESETS = sorted((ROOT / 'configs').glob('*.yaml'))
+# world sizes each preset is meant for (CPU presets: 1 and 2 processes; GPU presets: 1 node x 8, 2 nodes x 8)
+WORLDS = {'default': (1, 2), 'mdlm_tiny': (1, 2), 'hybrid_tiny': (1, 2), 'llada_sft': (1, 8, 16),
+          'diffusiongemma_sft': (1, 8, 16)}
+
+
+def test_the_five_presets_exist():
+    assert {p.stem for p in PRESETS} == set(WORLDS)
+
+
+@pytest.mark.parametrize('path', PRESETS, ids=[p.stem for p in PRESETS])
+def test_preset_loads_validates_and_round_trips(path, tmp_path):
+    for w in WORLDS[path.stem]:
+        cfg = load_config(path, world_size=w)
+        assert cfg.train.grad_accum(w) * cfg.train.micro_batch_size * w == cfg.train.global_batch_size
+    assert load_config(save_config(cfg, tmp_path / 'saved.yaml'), world_size=1) == cfg
+    assert load_config(path.stem, world_size=1) == cfg  # by preset name
+
+
+def test_presets_say_what_they_are():
+    cfgs = {p.stem: load_config(p, world_size=1) for p in PRESETS}
+    assert (cfgs['default'].dllm.mode, cfgs['default'].dllm.self_conditioning) == ('block_diffusion', True)
+    assert cfgs['default'].dllm.block_size in (4, 8) and cfgs['default'].model.path is None
+    assert cfgs['mdlm_tiny'].dllm.mode == 'mdlm' and cfgs['hybrid_tiny'].dllm.mode == 'hybrid'
+    l = cfgs['llada_sft']
+    assert (l.dllm.mode, l.model.dtype, l.model.attn_implementation) == ('mdlm', 'bfloat16', 'flex_attention')
+    g = cfgs['diffusiongemma_sft']
+    assert (g.dllm.mode, g.dllm.block_size, g.dllm.self_conditioning) == ('block_diffusion', 256, True)
+
+
+def test_default_yaml_is_the_dataclass_default():
+    assert load_config(ROOT / 'configs' / 'default.yaml', world_size=1) == Config()
+    assert load_config(None, world_size=1) == Config()
+
+
+def test_every_field_is_commented():
+    src = (ROOT / 'dllm_nb' / 'config.py').read_text().splitlines()
+    for key in config_keys():
+        name = key.rsplit('.', 1)[-1]
+        lines = [l for l in src if l.strip().startswith(f'{name}:')]
+        assert lines and all('#' in l for l in lines), f'field {key} has no comment'
+
+
+def test_overrides_are_parsed_by_field_type():
+    cfg = load_config('default', ['dllm.mode=mdlm', 'train.max_steps=50', 'output_dir=runs/x', 'train.lr=3e-4',
+                                  'train.tensorboard=yes', 'train.betas=0.8,0.9', 'dllm.mask_token=<|m|>',
+                                  'data.pad_seq_len_divisible=16', 'train.grad_clip=none', 'model.vocab_size=64'],
+                      world_size=1)
+    assert (cfg.dllm.mode, cfg.train.max_steps, cfg.output_dir, cfg.train.lr) == ('mdlm', 50, 'runs/x', 3e-4)
+    assert (cfg.train.tensorboard, cfg.train.betas, cfg.dllm.mask_token) == (True, (0.8, 0.9), '<|m|>')
+    assert (cfg.data.pad_seq_len_divisible, cfg.train.grad_clip, cfg.model.vocab_size) == (16, None, 64)
+    assert isinstance(cfg.train.max_steps, int) and isinstance(cfg.train.lr, float)
+    assert load_config(None, ['train.lr=1'], world_size=1).train.lr == 1.0  # int literal into a float field
+
+
+def test_later_overrides_win_and_overrides_beat_the_preset():
+    cfg = load_config('mdlm_tiny', ['train.max_steps=3', 'train.max_steps=4'], world_size=1)
+    assert cfg.train.max_steps == 4
+
+
+def test_all_problems_in_one_error():
+    with pytest.raises(ConfigError) as e:
+        load_config(None, ['train.max_step=5', 'train.lr=fast', 'dllm.mode=mlm', 'model=llama', 'seed=-1',
+                           'train.micro_batch_size=3', 'oops'], world_size=1)
+    p = e.value.problems
+    assert len(p) == 7, p
+    assert "did you mean 'train.max_steps'" in p[0]
+    assert "train.lr='fast' is not a valid float" in p[1]
+    assert "not one of ['mdlm', 'hybrid', 'block_diffusion']" in p[2]
+    assert "'model' is a section" in p[3]
+    assert 'not key=value' in p[4]
+    assert any('seed=-1' in x for x in p) and any('micro_batch_size * world_size = 3 * 1' in x for x in p)
+    assert str(e.value).startswith('7 problems in the config:')
+
+
+def test_bare_field_name_points_to_its_section():
+    with pytest.raises(ConfigError, match="did you mean 'train.max_steps'"):
+        load_config(None, ['max_steps=5'], world_size=1)
+
+
+def test_unknown_yaml_key_and_bad_yaml(tmp_path):
+    (tmp_path / 'a.yaml').write_text('train:\n  lrate: 0.1\n')
+    with pytest.raises(ConfigError, match="unknown key 'train.lrate'; did you mean 'train.lr'"):
+        load_config(tmp_path / 'a.yaml', world_size=1)
+    (tmp_path / 'b.yaml').write_text('- 1\n- 2\n')
+    with pytest.raises(ConfigError, match='mapping'):
+        load_config(tmp_path / 'b.yaml', world_size=1)
+    with pytest.raises(ConfigError, match='does not exist'):
+        load_config(tmp_path / 'missing.yaml', world_size=1)
+
+
+@pytest.mark.parametrize('overrides, match', [
+    (['dllm.mode=mdlm', 'dllm.mask_token=null'], 'needs dllm.mask_token'),
+    (['dllm.mode=hybrid', 'dllm.mask_token='], 'needs dllm.mask_token'),
+    (['dllm.block_size=0'], 'dllm.block_size=0 must be >= 1'),
+    (['dllm.mode=mdlm', 'dllm.sliding_window=8'], 'needs dllm.mode=block_diffusion'),
+    (['dllm.sliding_window=0'], 'sliding_window=0 must be >= 1'),
+    (['data.max_len=62'], 'not a multiple of 4 (from dllm.block_size=4)'),
+    (['data.pad_seq_len_divisible=6'], 'not a multiple of 12 (from dllm.block_size=4 and data.pad_seq_len_divisible=6)'),
+    (['dllm.mode=mdlm', 'data.max_len=60', 'data.pad_seq_len_divisible=16'], 'set data.max_len to 48 or 64'),
+    (['train.warmup_steps=500'], 'warmup_steps=500'),
+    (['train.resume=/no/such/ckpt'], 'does not exist'),
+    (['model.num_heads=3'], 'not divisible by model.num_heads=3'),
+    (['train.betas=0.9,1.0'], 'betas'),
+    (['dllm.eps=0'], 'dllm.eps=0.0 must be in (0, 1)'),
+])
+def test_inconsistent_settings(overrides, match):
+    with pytest.raises(ConfigError, match=re.escape(match)):
+        load_config(None, overrides, world_size=1)
+
+
+def test_mode_without_mask_token_is_fine_for_block_diffusion():
+    assert load_config(None, ['dllm.mask_token=null'], world_size=1).dllm.mask_token is None
+
+
+def test_world_size_comes_from_torchrun_env(monkeypatch):
+    monkeypatch.setenv('WORLD_SIZE', '3')
+    with pytest.raises(ConfigError, match='not divisible by world_size=3'):
+        load_config(None)
+    monkeypatch.setenv('WORLD_SIZE', '2')
+    assert load_config(None).train.grad_accum(2) == 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 64), st.integers(1, 16), st.integers(1, 16))
+def test_batch_arithmetic(G, mb, W):
+    t = TrainConfig(global_batch_size=G, micro_batch_size=mb)
+    if G % (mb * W) == 0:
+        assert t.grad_accum(W) * mb * W == G
+        validate_config(Config(train=t), world_size=W)
+    else:
+        with pytest.raises(ConfigError) as e: t.grad_accum(W)
+        msg = e.value.problems[0]
+        assert f'train.global_batch_size={G}' in msg and 'e.g.' in msg  # says what to change, with a value
+        if G % W == 0:  # every suggested micro-batch size really works
+            divs = ast.literal_eval(msg.rsplit(': ', 1)[1])
+            assert divs and all(TrainConfig(global_batch_size=G, micro_batch_size=d).grad_accum(W) for d in divs)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(['mdlm', 'hybrid', 'block_diffusion']), st.sampled_from([1, 2, 4, 8]), st.integers(1, 40),
+       st.floats(1e-6, 1.0, allow_nan=False), st.booleans(), st.sampled_from(['iid', 'antithetic', 'stratified']))
+def test_round_trip_through_yaml_and_cli(mode, block, steps, lr, sc, ts):
+    ov = [f'dllm.mode={mode}', f'dllm.block_size={block}', f'train.max_steps={steps}', f'train.warmup_steps=0',
+          f'train.lr={lr!r}', f'dllm.self_conditioning={sc}', f'dllm.t_sampling={ts}']
+    cfg = load_config(None, ov, world_size=1)
+    assert (cfg.dllm.mode, cfg.dllm.block_size, cfg.train.max_steps, cfg.train.lr) == (mode, block, steps, lr)
+    d = config_to_dict(cfg)
+    assert yaml.safe_load(yaml.safe_dump(d)) == d
+    flat = [f'{s}.{k}={v}' for s, sec in d.items() if isinstance(sec, dict) for k, v in sec.items()
+            if v is not None and not isinstance(v, list)]
+    again = load_config(None, flat + [f'output_dir={cfg.output_dir}', f'seed={cfg.seed}', 'train.betas=0.9,0.95'], world_size=1)
+    assert again == cfg
