@@ -35,8 +35,8 @@ nav a.active{background:#dde6f3;font-weight:600}
 nav h2{font-size:1.1rem;margin:.2rem 0 1rem}
 main{margin-left:262px;max-width:980px;padding:1rem 2rem 4rem}
 pre,code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.88rem}
-div.jp-InputArea pre,div.input_area pre{background:#f5f5f5;padding:.6rem;border-radius:4px;overflow-x:auto}
-.jp-OutputArea pre{padding:.3rem .6rem;border-left:2px solid lightsalmon;overflow-x:auto}
+div.jp-InputArea pre,div.input_area pre,.text_cell_render pre{background:#f5f5f5;padding:.6rem;border-radius:4px;overflow-x:auto}
+.jp-OutputArea pre,.output_text pre{padding:.3rem .6rem;border-left:2px solid lightsalmon;overflow-x:auto}
 img{max-width:100%}
 table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2rem .5rem}
 .description{font-style:italic;font-size:1.25rem;opacity:.7}
