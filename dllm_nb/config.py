@@ -36,6 +36,7 @@ class DataConfig:
     dataset: str = 'builtin:default'        # 'builtin:NAME' (shipped task), a local JSON/JSONL/dataset dir, or a hub id
     val_split: Optional[str] = None         # name of a validation split in the dataset; None = hold out `val_size` train examples
     val_size: int = 64                      # held-out examples when `val_split` is None (0 = no validation)
+    train_size: Optional[int] = None        # use only this many training examples (None = all; built-ins generate just these)
     max_len: int = 64                       # longest tokenized example (prompt + response) after packaging
     overlong: Literal['drop', 'truncate'] = 'drop'  # what to do with examples longer than max_len
     mask_history: bool = True               # supervise only the last assistant turn of multi-turn chats
@@ -214,6 +215,7 @@ def _data_problems(d: DataConfig, x: DLLMConfig) -> list[str]:
     p = []
     if d.max_len < 2: p.append(f"data.max_len={d.max_len} must be >= 2")
     if d.val_size < 0: p.append(f"data.val_size={d.val_size} must be >= 0")
+    if d.train_size is not None and d.train_size < 1: p.append(f"data.train_size={d.train_size} must be >= 1 (or null for all)")
     if d.num_proc < 1: p.append(f"data.num_proc={d.num_proc} must be >= 1")
     if d.pad_seq_len_divisible is not None and d.pad_seq_len_divisible < 1:
         p.append(f"data.pad_seq_len_divisible={d.pad_seq_len_divisible} must be >= 1 (or null)")
