@@ -60,20 +60,20 @@ class DLLMConfig:
 
 @dataclass
 class TrainConfig:
-    global_batch_size: int = 8              # examples per optimizer step, summed over ranks and micro-batches
-    micro_batch_size: int = 2               # examples per forward pass on one rank
-    max_steps: int = 200                    # optimizer steps
-    lr: float = 1e-3                        # peak learning rate (AdamW)
+    global_batch_size: int = 32              # examples per optimizer step, summed over ranks and micro-batches
+    micro_batch_size: int = 16              # examples per forward pass on one rank
+    max_steps: int = 400                    # optimizer steps
+    lr: float = 2e-3                        # peak learning rate (AdamW)
     min_lr_ratio: float = 0.1               # cosine decay floor, as a fraction of lr
     warmup_steps: int = 20                  # linear warm-up steps
     weight_decay: float = 0.0               # AdamW decoupled weight decay
     betas: tuple[float, float] = (0.9, 0.95)  # AdamW betas
     grad_clip: Optional[float] = 1.0        # max global gradient norm; None = no clipping
-    eval_every: int = 50                    # steps between validations (0 = never)
+    eval_every: int = 100                   # steps between validations (0 = never)
     eval_batches: int = 4                   # validation micro-batches per rank
-    save_every: int = 100                   # steps between checkpoints (0 = only the final one)
+    save_every: int = 200                   # steps between checkpoints (0 = only the final one)
     keep_last: int = 2                      # checkpoints kept on disk
-    log_every: int = 10                     # steps between log lines
+    log_every: int = 20                     # steps between log lines
     tensorboard: bool = False               # also write TensorBoard event files
     resume: Optional[str] = None            # 'auto' = newest checkpoint in output_dir, a checkpoint path, or None
     fsdp: bool = True                       # with >1 process: FSDP2 sharding (True) or DDP replication (False)
