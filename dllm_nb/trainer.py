@@ -120,7 +120,9 @@ def plot_metrics(records: list[dict], path: str | Path | None = None):
     import matplotlib; import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(5, 3.2), dpi=90)
     tr = [r for r in records if 'loss' in r]; va = [r for r in records if 'val_loss' in r]
-    if tr: ax.plot([r['step'] for r in tr], [r['loss'] for r in tr], label='train loss', lw=1)
+    if tr: ax.plot([r['step'] for r in tr], [r['loss'] for r in tr], label='train loss (total)', lw=1)
+    if tr and any(r.get('ar_loss') for r in tr):
+        ax.plot([r['step'] for r in tr], [r['dllm_loss'] for r in tr], label='train diffusion loss', lw=1)
     if va: ax.plot([r['step'] for r in va], [r['val_loss'] for r in va], 'o-', label='validation loss', ms=3)
     ax.set_xlabel('step'); ax.set_ylabel('loss'); ax.set_yscale('log'); ax.grid(alpha=.3); ax.legend()
     fig.tight_layout()
@@ -300,6 +302,9 @@ def _fit(self, stop_at: int | None = None) -> list[dict]:
     bar = tqdm(total=t.max_steps, initial=start, disable=self.quiet or not self.dist.is_main, desc='train')
     records, tic = [], time.perf_counter()
     self.model.train()
+    if start == 0 and t.eval_every and val[0]:                          # the starting point of the validation curve
+        rec0 = validate(self.model, self.strategy, *val)
+        self.logger.log(0, rec0, echo=None if self.quiet else bar.write); records.append(dict(step=0, **rec0))
     for step in range(start, min(t.max_steps, stop_at or t.max_steps)):
         self.sampler.step = step + 1                                    # a checkpoint of this step resumes at the next
         mbs = self.sampler.micro_batches(step)
