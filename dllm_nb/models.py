@@ -52,14 +52,15 @@ def _check_attn(attn_implementation: str) -> None:
         raise ValueError(f"attn_implementation={attn_implementation!r}; use one of {ATTN_IMPLEMENTATIONS}.")
 
 def build_backbone(config_or_path: Union[PretrainedConfig, str, Path], attn_implementation: str = 'sdpa',
-                   dtype: Optional[torch.dtype] = None) -> nn.Module:
+                   dtype: Optional[torch.dtype] = None, trust_remote_code: bool = False) -> nn.Module:
     "An `AutoModelForCausalLM` from a config (fresh random weights) or a local directory / hub id (`from_pretrained`)."
     _check_attn(attn_implementation)
     dtype = dtype or torch.float32
     if isinstance(config_or_path, PretrainedConfig):   # from_config keeps the config object: copy it, see below
         return AutoModelForCausalLM.from_config(copy.deepcopy(config_or_path), attn_implementation=attn_implementation,
                                                 dtype=dtype)
-    return AutoModelForCausalLM.from_pretrained(str(config_or_path), attn_implementation=attn_implementation, dtype=dtype)
+    return AutoModelForCausalLM.from_pretrained(str(config_or_path), attn_implementation=attn_implementation, dtype=dtype,
+                                                trust_remote_code=trust_remote_code)
 
 def autocast_context(device: Union[str, torch.device], dtype: torch.dtype = torch.bfloat16):
     "bf16 autocast on CUDA, a no-op elsewhere (fp32 on CPU: bf16 matmuls are far slower there)."

@@ -10,7 +10,7 @@ import torch
 from .config import ConfigError, config_keys, load_config, save_config
 
 # %% auto 0
-__all__ = ['parse_args', 'export_final', 'summarize', 'main']
+__all__ = ['parse_args', 'export_final', 'summarize', 'report_builtin', 'main']
 
 # %% ../nbs/11_train.ipynb
 def parse_args(argv=None) -> argparse.Namespace:
@@ -20,12 +20,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument('--print-config', action='store_true', help='print the resolved config and exit')
     ap.add_argument('--list-keys', action='store_true', help='list every config key with its type and exit')
     ap.add_argument('--stop-at', type=int, default=None, help='stop after this step, as a preemption would (resume later)')
+    ap.add_argument('--eval-n', type=int, default=100, help='built-in data: test examples per task scored at the end (0 = skip)')
     ap.add_argument('overrides', nargs='*', help='key=value overrides')
     return ap.parse_args(argv)
 
 # %% ../nbs/11_train.ipynb
-def export_final(trainer, out_dir: str | Path) -> Path | None:
-    "Consolidate the trained model (gathering FSDP shards) and save it with the tokenizer; rank 0 returns the path."
+def export_final(trainer, out_dir: str | Path):
+    "Consolidate the trained model (gathering FSDP shards), save it with the tokenizer; rank 0 returns the model."
     from dllm_nb.distributed import full_state_dict
     from dllm_nb.trainer import build_model
     out_dir = Path(out_dir)
@@ -35,7 +36,7 @@ def export_final(trainer, out_dir: str | Path) -> Path | None:
     model.load_state_dict(sd)
     model.save_pretrained(out_dir)
     trainer.tokenizer.save_pretrained(out_dir)
-    return out_dir
+    return model.eval()
 
 # %% ../nbs/11_train.ipynb
 def summarize(records: list[dict]) -> str:
@@ -45,6 +46,19 @@ def summarize(records: list[dict]) -> str:
     a, b = val[0], val[-1]
     return (f"validation loss {a['val_loss']:.4f} (step {a['step']}) -> {b['val_loss']:.4f} (step {b['step']}), "
             f"{100 * (1 - b['val_loss'] / a['val_loss']):.1f}% lower")
+
+# %% ../nbs/11_train.ipynb
+def report_builtin(model, tokenizer, cfg, n: int = 100) -> dict:
+    "Exact match on the test split of every task in a `builtin:` dataset; prints accuracy and 3 generations."
+    from dllm_nb.data import MIXES, TASKS
+    from dllm_nb.eval import exact_match
+    name = cfg.data.dataset.removeprefix('builtin:')
+    tasks = MIXES.get(name, [name] if name in TASKS else [])
+    res = {t: exact_match(model, tokenizer, t, 'test', n=n, seed=cfg.seed, block_size=cfg.dllm.block_size) for t in tasks}
+    for t, r in res.items(): print(f"test exact match [{t}]: {r['accuracy']:.3f} ({r['correct']}/{r['n']})")
+    samples = [r['samples'][k] for k in (0, 1) for r in res.values() if len(r['samples']) > k][:3]
+    for r in samples: print(f"  {r['prompt']!r} -> {r['completion']!r} (answer {r['answer']})")
+    return res
 
 # %% ../nbs/11_train.ipynb
 def main(argv=None) -> int:
@@ -73,10 +87,11 @@ def main(argv=None) -> int:
         if args.stop_at is not None and args.stop_at < cfg.train.max_steps:
             if dist_info.is_main: print(f'stopped at step {args.stop_at} as asked; resume with train.resume=auto')
             return 0
-        final = export_final(trainer, Path(cfg.output_dir) / 'final')
+        model = export_final(trainer, Path(cfg.output_dir) / 'final')
         if dist_info.is_main:
             print(summarize(records))
-            print(f'saved {final} in {time.perf_counter() - tic:.0f} s')
+            print(f"saved {Path(cfg.output_dir) / 'final'} after {time.perf_counter() - tic:.0f} s")
+            if cfg.data.dataset.startswith('builtin:') and args.eval_n: report_builtin(model, trainer.tokenizer, cfg, args.eval_n)
     finally: cleanup()
     return 0
 

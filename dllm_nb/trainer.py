@@ -188,7 +188,9 @@ def build_model(cfg, tokenizer):
                            intermediate_size=m.intermediate_size or 3 * m.hidden_size)
         backbone = build_backbone(conf, attn_implementation=m.attn_implementation)
     else:
-        backbone = build_backbone(m.path, attn_implementation=m.attn_implementation)
+        backbone = build_backbone(m.path, attn_implementation=m.attn_implementation, trust_remote_code=m.trust_remote_code)
+    if len(tokenizer) > backbone.get_input_embeddings().num_embeddings:   # tokens the tokenizer gained (pad, roles)
+        backbone.resize_token_embeddings(len(tokenizer))
     if d.mode == 'block_diffusion':
         return BlockDiffusionLM(backbone, self_conditioning=d.self_conditioning), None
     mask_id = add_mask_token(backbone, tokenizer, d.mask_token)
@@ -248,7 +250,8 @@ class Trainer:
         self.vocab_size = self.model.config.vocab_size if hasattr(self.model, 'config') else len(self.tokenizer)
         self.strategy = build_strategy(cfg, self.tokenizer, self.mask_token_id, self.vocab_size)
         self.num_params = sum(p.numel() for p in self.model.parameters())
-        self.model = wrap_model(self.model, self.dist, fsdp=cfg.train.fsdp)
+        self.mp_dtype = torch.bfloat16 if cfg.model.dtype == 'bfloat16' else None   # compute dtype; weights stay fp32
+        self.model = wrap_model(self.model, self.dist, fsdp=cfg.train.fsdp, mp_dtype=self.mp_dtype)
         t = cfg.train
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=t.lr, betas=tuple(t.betas), weight_decay=t.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
@@ -256,6 +259,13 @@ class Trainer:
         self.sampler = GlobalBatchSampler(len(self.train_ds), t.global_batch_size, t.micro_batch_size, self.dist,
                                           seed=cfg.seed, max_steps=t.max_steps)
         self.logger = MetricsLogger(self.run_dir, self.dist.is_main, t.tensorboard)
+
+    def autocast(self):
+        "bf16 autocast for `model.dtype=bfloat16` on one GPU (FSDP2's mixed-precision policy covers the sharded case)."
+        import contextlib
+        from dllm_nb.models import autocast_context
+        if self.mp_dtype is None or self.dist.world_size > 1: return contextlib.nullcontext()
+        return autocast_context(self.dist.device, self.mp_dtype)
 
     def collate(self, ds, indices: Sequence[int]) -> dict:
         "Collate dataset rows `indices` and move the tensors to this rank's device."
@@ -308,8 +318,9 @@ def _fit(self, stop_at: int | None = None) -> list[dict]:
     for step in range(start, min(t.max_steps, stop_at or t.max_steps)):
         self.sampler.step = step + 1                                    # a checkpoint of this step resumes at the next
         mbs = self.sampler.micro_batches(step)
-        res = train_step(self.model, self.strategy, self.optimizer, [self.collate(self.train_ds, m.indices) for m in mbs],
-                         [m.seeds(self.cfg.seed) for m in mbs], self.dist.world_size, t.grad_clip, scheduler=self.scheduler)
+        with self.autocast():
+            res = train_step(self.model, self.strategy, self.optimizer, [self.collate(self.train_ds, m.indices) for m in mbs],
+                             [m.seeds(self.cfg.seed) for m in mbs], self.dist.world_size, t.grad_clip, scheduler=self.scheduler)
         dt, tic = time.perf_counter() - tic, time.perf_counter()
         rec = dict(loss=res.loss, dllm_loss=res.dllm_loss, ar_loss=res.ar_loss, grad_norm=res.grad_norm,
                    lr=self.scheduler.get_last_lr()[0], tokens_per_step=res.tokens, tps=res.tokens / dt,
