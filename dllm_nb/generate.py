@@ -303,7 +303,7 @@ def generate_block_diffusion(model: BlockDiffusionLM, prompts: Prompts, max_new_
 
 def _progress(it, on: bool, desc: str):
     if not on: return it
-    from tqdm.auto import tqdm
+    from tqdm import tqdm                   # plain text bar on stderr (tqdm.auto would save a widget in notebooks)
     return tqdm(it, desc=desc, leave=False)
 
 # %% ../nbs/12_generate.ipynb
