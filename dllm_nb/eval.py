@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from fastcore.imports import IN_NOTEBOOK
 from torch import Tensor, nn
-from .core import rand_rows, row_generators
+from .core import row_generators
 from .corruption import corrupt_uniform_random, sample_t
 from .data import task_answer, task_examples, tokenize_example
 from .generate import _progress, encode_prompts, generate, right_pad
@@ -70,6 +70,12 @@ def generate_autoregressive(model: nn.Module, prompt_ids: Sequence[Sequence[int]
     return GenerationOutput([_cut(r, eos) for r in canvas], canvas, int((L - start).max()))
 
 # %% ../nbs/13_eval.ipynb
+def _rand_on(mask: Tensor, gens) -> Tensor:
+    "Uniforms at the `True` positions of `mask [B, T]` (row `b` draws exactly `mask[b].sum()` from `gens[b]`), 1 elsewhere."
+    u = torch.ones(mask.shape, device=mask.device)
+    for b, g in enumerate(gens): u[b, mask[b]] = torch.rand(int(mask[b].sum()), generator=g).to(mask.device)
+    return u
+
 @torch.no_grad()
 def mdlm_nll_bound(model: nn.Module, input_ids: Tensor, loss_mask: Tensor, mask_token_id: int,
                    attention_mask: Optional[Tensor] = None, n_samples: int = 16, seeds=None) -> dict:
@@ -80,7 +86,7 @@ def mdlm_nll_bound(model: nn.Module, input_ids: Tensor, loss_mask: Tensor, mask_
     sup, total = loss_mask.bool(), torch.zeros(B, dtype=torch.float64, device=input_ids.device)
     for k in range(n_samples):
         t = ts[:, k, None]                                                                      # [B, 1]
-        noise = (rand_rows((B, T), gens, input_ids.device) < t) & sup                          # masked positions
+        noise = _rand_on(sup, gens) < t                                                         # masked positions
         logits = model(torch.where(noise, mask_token_id, input_ids), attention_mask)
         ce = F.cross_entropy(logits.float().transpose(1, 2), input_ids, reduction='none')       # [B, T]
         total += torch.where(noise, ce / t, 0.).sum(-1).double()
