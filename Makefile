@@ -23,9 +23,12 @@ $(VENV)/.installed: setup.py settings.ini
 
 install: $(VENV)/.installed
 
-# The main job: a real fine-tune on the embedded default data (CPU, minutes).
+# The main job: block-diffusion SFT of a tiny Llama on the embedded default data, 2 CPU processes (FSDP2 over gloo).
+NPROC ?= 2
+RUN   ?= runs/default
 train: install
-	$(PY) -m dllm_nb.data --demo
+	OMP_NUM_THREADS=1 $(PY) -m torch.distributed.run --standalone --nproc_per_node=$(NPROC) -m dllm_nb.train \
+		--config configs/default.yaml output_dir=$(RUN)
 
 # Every notebook (as pytest cases) plus tests/.
 test: install
@@ -33,7 +36,9 @@ test: install
 
 export: install
 	$(VENV)/bin/nbdev_export
+	$(PY) tools/strip_widgets.py
 	$(VENV)/bin/nbdev_clean
+	$(PY) tools/sync_readme.py
 
 # Docs site: quarto route when available, else the offline HTML build of the same notebooks.
 docs: install

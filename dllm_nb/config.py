@@ -36,6 +36,7 @@ class DataConfig:
     dataset: str = 'builtin:default'        # 'builtin:NAME' (shipped task), a local JSON/JSONL/dataset dir, or a hub id
     val_split: Optional[str] = None         # name of a validation split in the dataset; None = hold out `val_size` train examples
     val_size: int = 64                      # held-out examples when `val_split` is None (0 = no validation)
+    train_size: Optional[int] = None        # use only this many training examples (None = all; built-ins generate just these)
     max_len: int = 64                       # longest tokenized example (prompt + response) after packaging
     overlong: Literal['drop', 'truncate'] = 'drop'  # what to do with examples longer than max_len
     mask_history: bool = True               # supervise only the last assistant turn of multi-turn chats
@@ -59,20 +60,20 @@ class DLLMConfig:
 
 @dataclass
 class TrainConfig:
-    global_batch_size: int = 8              # examples per optimizer step, summed over ranks and micro-batches
-    micro_batch_size: int = 2               # examples per forward pass on one rank
-    max_steps: int = 200                    # optimizer steps
-    lr: float = 1e-3                        # peak learning rate (AdamW)
+    global_batch_size: int = 32              # examples per optimizer step, summed over ranks and micro-batches
+    micro_batch_size: int = 16              # examples per forward pass on one rank
+    max_steps: int = 400                    # optimizer steps
+    lr: float = 2e-3                        # peak learning rate (AdamW)
     min_lr_ratio: float = 0.1               # cosine decay floor, as a fraction of lr
     warmup_steps: int = 20                  # linear warm-up steps
     weight_decay: float = 0.0               # AdamW decoupled weight decay
     betas: tuple[float, float] = (0.9, 0.95)  # AdamW betas
     grad_clip: Optional[float] = 1.0        # max global gradient norm; None = no clipping
-    eval_every: int = 50                    # steps between validations (0 = never)
+    eval_every: int = 100                   # steps between validations (0 = never)
     eval_batches: int = 4                   # validation micro-batches per rank
-    save_every: int = 100                   # steps between checkpoints (0 = only the final one)
+    save_every: int = 200                   # steps between checkpoints (0 = only the final one)
     keep_last: int = 2                      # checkpoints kept on disk
-    log_every: int = 10                     # steps between log lines
+    log_every: int = 20                     # steps between log lines
     tensorboard: bool = False               # also write TensorBoard event files
     resume: Optional[str] = None            # 'auto' = newest checkpoint in output_dir, a checkpoint path, or None
     fsdp: bool = True                       # with >1 process: FSDP2 sharding (True) or DDP replication (False)
@@ -214,6 +215,7 @@ def _data_problems(d: DataConfig, x: DLLMConfig) -> list[str]:
     p = []
     if d.max_len < 2: p.append(f"data.max_len={d.max_len} must be >= 2")
     if d.val_size < 0: p.append(f"data.val_size={d.val_size} must be >= 0")
+    if d.train_size is not None and d.train_size < 1: p.append(f"data.train_size={d.train_size} must be >= 1 (or null for all)")
     if d.num_proc < 1: p.append(f"data.num_proc={d.num_proc} must be >= 1")
     if d.pad_seq_len_divisible is not None and d.pad_seq_len_divisible < 1:
         p.append(f"data.pad_seq_len_divisible={d.pad_seq_len_divisible} must be >= 1 (or null)")

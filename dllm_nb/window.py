@@ -31,7 +31,7 @@ def select_blocks(resp_len: torch.Tensor, block_size: int, sample_seeds: torch.T
     "The scored block of each example, `floor(U_b * num_blocks_b)` with `U_b` from its own seed (0 when empty)."
     num_blocks = cdiv(resp_len, block_size)
     u = rand_rows((len(resp_len), 1), row_generators(sample_seeds, 'block_select'))[:, 0].to(resp_len.device)
-    return (u * num_blocks).floor().long().clamp(min=0, max=None).minimum((num_blocks - 1).clamp(min=0))
+    return torch.minimum((u * num_blocks).floor().long(), (num_blocks - 1).clamp(min=0))
 
 # %% ../nbs/06_window.ipynb
 @dataclass

@@ -130,7 +130,7 @@ def test_world_size_comes_from_torchrun_env(monkeypatch):
     with pytest.raises(ConfigError, match='not divisible by world_size=3'):
         load_config(None)
     monkeypatch.setenv('WORLD_SIZE', '2')
-    assert load_config(None).train.grad_accum(2) == 2
+    assert load_config(None).train.grad_accum(2) == 1
 
 
 @settings(max_examples=60, deadline=None)

@@ -1,0 +1,40 @@
+"""One train step of each mode on a fixed global batch of 8, run under torchrun or as a plain process.
+
+    python tests/scripts/split_step.py OUT.pt MICRO_BATCH [modes...]
+
+Uses SGD(lr=1) without clipping, so the parameter change of the step equals the gradient. Rank 0 saves
+{mode: {'loss': float, 'grads': {name: tensor}}} to OUT.pt (FSDP2 shards gathered with full_tensor()).
+"""
+import os, sys
+os.environ.setdefault('HF_HUB_OFFLINE', '1'); os.environ.setdefault('HF_DATASETS_OFFLINE', '1')
+import torch
+from dllm_nb.config import load_config
+from dllm_nb.distributed import cleanup, init_distributed
+from dllm_nb.trainer import Trainer, train_step
+
+
+def full(t):
+    return t.full_tensor() if hasattr(t, 'full_tensor') else t
+
+
+def run(mode, micro, dist_info, out_dir):
+    over = [f'dllm.mode={mode}', 'model.hidden_size=32', 'model.num_layers=2', 'model.num_heads=2',
+            'model.num_kv_heads=1', 'data.train_size=32', 'data.val_size=8', 'train.global_batch_size=8',
+            f'train.micro_batch_size={micro}', 'train.max_steps=1', 'train.warmup_steps=0',
+            f'output_dir={out_dir}']
+    tr = Trainer(load_config(None, over, world_size=dist_info.world_size), dist_info, quiet=True)
+    opt = torch.optim.SGD(tr.model.parameters(), lr=1.0)
+    before = {n: full(p.detach()).clone() for n, p in tr.model.named_parameters()}
+    mbs = tr.sampler.micro_batches(0)
+    res = train_step(tr.model, tr.strategy, opt, [tr.collate(tr.train_ds, m.indices) for m in mbs],
+                     [m.seeds(tr.cfg.seed) for m in mbs], dist_info.world_size, grad_clip=None)
+    grads = {n: before[n] - full(p.detach()) for n, p in tr.model.named_parameters()}
+    return dict(loss=res.loss, num_diffusion=res.num_diffusion, grads=grads)
+
+
+if __name__ == '__main__':
+    out, micro, modes = sys.argv[1], int(sys.argv[2]), sys.argv[3:] or ['mdlm', 'hybrid', 'block_diffusion']
+    dist_info = init_distributed()
+    results = {m: run(m, micro, dist_info, os.path.dirname(out)) for m in modes}
+    if dist_info.is_main: torch.save(results, out)
+    cleanup()
