@@ -209,25 +209,38 @@ class CachedContext:
         device = _device(model)
         ids, P = right_pad(prompt_ids, 0, device=device)
         self.valid = torch.arange(ids.shape[1], device=device)[None] < P[:, None]        # [B, C] real cache columns
-        self.model, self.next_pos = model, P                                              # next_pos [B]
+        self.model, self.next_pos, self.pending = model, P, None                          # next_pos [B]
         self.kv = model.encode(ids, build_encoder_mask(self.valid.long()), return_logits=False).kv
 
     def _pos(self, q_len: int) -> Tensor: return canvas_position_ids(self.next_pos, q_len)
 
     def logits(self, canvas: Tensor, prev_logits: Optional[Tensor] = None) -> Tensor:
-        m = self.model
+        m, sc = self.model, _self_cond(self.model, prev_logits)
+        if self.pending is not None:
+            if sc is None: return self._append(self.pending, canvas)      # append + first step in one pass
+            self._append(self.pending)
         return m.decode(EncoderState(self.kv), canvas, _keep_rows(self.valid, canvas.shape[1], False),
-                        self._pos(canvas.shape[1]), self_cond_embeds=_self_cond(m, prev_logits)).logits
+                        self._pos(canvas.shape[1]), self_cond_embeds=sc).logits
 
     def commit(self, block: Tensor) -> None:
-        m, b = self.model, block.shape[1]
+        "Queue a committed block `[B, b]`; the next pass appends it (fused with the next block's first step)."
+        if self.pending is not None: self._append(self.pending)
+        self.pending = block
+
+    def _append(self, block: Tensor, canvas: Optional[Tensor] = None) -> Optional[Tensor]:
+        "One pass over `[block ; canvas]`: block causal (kept in the cache), canvas sees it all (dropped); canvas logits."
+        m, (B, C), b = self.model, self.valid.shape, block.shape[1]
+        r = 0 if canvas is None else canvas.shape[1]
+        keep = _keep_rows(self.valid, b + r, True)                        # [B, 1, b+r, C+b+r]
+        keep[:, :, b:, C + b:] = True                                     # the canvas block is bidirectional
         cache = DynamicCache(ddp_cache_data=self.kv)
-        mask = model_attention_mask(_keep_rows(self.valid, b, True), m.attn_implementation, m.backbone.dtype)
-        m.backbone(input_ids=block, attention_mask=mask, position_ids=self._pos(b), cache=cache, use_cache=True,
-                   logits_to_keep=1)
-        self.kv = tuple((layer.keys, layer.values) for layer in cache.layers)
+        out = m.backbone(input_ids=block if canvas is None else torch.cat([block, canvas], 1), cache=cache,
+                         attention_mask=model_attention_mask(keep, m.attn_implementation, m.backbone.dtype),
+                         position_ids=self._pos(b + r), use_cache=True, logits_to_keep=max(r, 1))
+        self.kv = tuple((layer.keys[:, :, :C + b], layer.values[:, :, :C + b]) for layer in cache.layers)
         self.valid = torch.cat([self.valid, torch.ones_like(block, dtype=torch.bool)], 1)
-        self.next_pos = self.next_pos + b
+        self.next_pos, self.pending = self.next_pos + b, None
+        return out.logits if r else None
 
 class ReencodeContext:
     "Reference: keeps token lists and re-encodes prompt + committed blocks from scratch at every step (no cache)."
