@@ -21,7 +21,8 @@ def part1(steps):
     from dllm_nb.trainer import Trainer, train_step
     for mode in ('mdlm', 'block_diffusion'):
         cfg = load_config(None, [f'dllm.mode={mode}', 'data.train_size=512', 'data.val_size=8', 'train.global_batch_size=16',
-                                 'train.micro_batch_size=16', f'train.max_steps={steps + 2}', 'output_dir=/tmp/dllm_nb_bench'], world_size=1)
+                                 'train.micro_batch_size=16', f'train.max_steps={steps + 2}', 'train.warmup_steps=1',
+                                 'output_dir=/tmp/dllm_nb_bench'], world_size=1)
         tr = Trainer(cfg, quiet=True)
         t0 = time.perf_counter()
         for s in range(steps):
