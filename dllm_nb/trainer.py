@@ -272,6 +272,13 @@ class Trainer:
         b = self.collator([ds[int(i)] for i in indices])
         return {k: v.to(self.dist.device) for k, v in b.items()}
 
+    def micro_batch(self, mb) -> dict:
+        "A training micro-batch plus each row's index in the step's global batch (for stratified t across ranks)."
+        b = self.collate(self.train_ds, mb.indices)
+        b['global_index'] = torch.tensor(mb.positions) - mb.step * mb.global_batch_size
+        b['global_batch_size'] = mb.global_batch_size
+        return b
+
 # %% ../nbs/09_trainer.ipynb
 def _val_batches(self) -> tuple[list[dict], list[Tensor]]:
     "This rank's fixed validation micro-batches and their seeds (the `validation` stream of the base seed)."
@@ -282,7 +289,8 @@ def _val_batches(self) -> tuple[list[dict], list[Tensor]]:
     if steps == 0: raise ValueError(f"the validation set has {n} examples, fewer than one batch of {G}; raise data.val_size.")
     base = stream_seed(self.cfg.seed, 'validation')
     idx = [list(range(s * G + r * b, s * G + (r + 1) * b)) for s in range(steps)]
-    return [self.collate(self.val_ds, i) for i in idx], [sample_seeds(s, G, r, W, 0, b, base) for s in range(steps)]
+    batches = [dict(self.collate(self.val_ds, i), global_index=torch.arange(r * b, (r + 1) * b), global_batch_size=G) for i in idx]
+    return batches, [sample_seeds(s, G, r, W, 0, b, base) for s in range(steps)]
 
 def _trainer_state(self, step: int) -> dict:
     return dict(step=step, sampler=self.sampler.state_dict(), scheduler=self.scheduler.state_dict(),
@@ -319,7 +327,7 @@ def _fit(self, stop_at: int | None = None) -> list[dict]:
         self.sampler.step = step + 1                                    # a checkpoint of this step resumes at the next
         mbs = self.sampler.micro_batches(step)
         with self.autocast():
-            res = train_step(self.model, self.strategy, self.optimizer, [self.collate(self.train_ds, m.indices) for m in mbs],
+            res = train_step(self.model, self.strategy, self.optimizer, [self.micro_batch(m) for m in mbs],
                              [m.seeds(self.cfg.seed) for m in mbs], self.dist.world_size, t.grad_clip, scheduler=self.scheduler)
         dt, tic = time.perf_counter() - tic, time.perf_counter()
         rec = dict(loss=res.loss, dllm_loss=res.dllm_loss, ar_loss=res.ar_loss, grad_norm=res.grad_norm,

@@ -21,12 +21,12 @@ def run(mode, micro, dist_info, out_dir):
     over = [f'dllm.mode={mode}', 'model.hidden_size=32', 'model.num_layers=2', 'model.num_heads=2',
             'model.num_kv_heads=1', 'data.train_size=32', 'data.val_size=8', 'train.global_batch_size=8',
             f'train.micro_batch_size={micro}', 'train.max_steps=1', 'train.warmup_steps=0',
-            f'output_dir={out_dir}']
+            f'output_dir={out_dir}'] + (['dllm.t_sampling=stratified'] if mode == 'mdlm' else [])  # stratified t too
     tr = Trainer(load_config(None, over, world_size=dist_info.world_size), dist_info, quiet=True)
     opt = torch.optim.SGD(tr.model.parameters(), lr=1.0)
     before = {n: full(p.detach()).clone() for n, p in tr.model.named_parameters()}
     mbs = tr.sampler.micro_batches(0)
-    res = train_step(tr.model, tr.strategy, opt, [tr.collate(tr.train_ds, m.indices) for m in mbs],
+    res = train_step(tr.model, tr.strategy, opt, [tr.micro_batch(m) for m in mbs],
                      [m.seeds(tr.cfg.seed) for m in mbs], dist_info.world_size, grad_clip=None)
     grads = {n: before[n] - full(p.detach()) for n, p in tr.model.named_parameters()}
     return dict(loss=res.loss, num_diffusion=res.num_diffusion, grads=grads)
