@@ -17,7 +17,8 @@ from .data import load_tokenizer, builtin_examples, tokenize_example
 
 # %% auto 0
 __all__ = ['Segment', 'STRATEGIES', 'key_runs', 'describe_keys', 'MaskState', 'draw_mask_state', 'mask_explorer', 'as_tokenized',
-           'plot_corruption_strip', 'CorruptionState', 'draw_corruption_state', 'corruption_explorer']
+           'plot_corruption_strip', 'CorruptionState', 'draw_corruption_state', 'corruption_explorer',
+           'TrajectoryState', 'draw_trajectory_state', 'trajectory_player']
 
 # %% ../nbs/14_widgets.ipynb
 def key_runs(visible: Tensor) -> list[tuple[int, int]]:
@@ -233,4 +234,43 @@ def corruption_explorer(tokenizer=None, example=None):
     out = W.interactive_output(_redraw(draw, box), c)
     box.children = [W.HBox([W.VBox([c['strategy'], c['t'], c['draw_t']]), W.VBox([c['eps'], c['block_size'], c['seed']])]),
                     out]
+    return box
+
+# %% ../nbs/14_widgets.ipynb
+@dataclass
+class TrajectoryState:
+    "What one frame of the player shows: the step, the decoded canvas and the axes."
+    step: int
+    canvas: Tensor
+    text: str
+    ax: object = None
+
+def draw_trajectory_state(traj, step: int, row: int = 0, tokenizer=None, ax=None) -> TrajectoryState:
+    "Row `row` of a sampler `Trajectory` up to `step` (0 = the start), with the canvas decoded at that step."
+    from dllm_nb.generate import Trajectory, plot_trajectory
+    N, B = traj.ids.shape[:2]
+    if not 0 <= step < N: raise ValueError(f"step={step} is outside this trajectory's steps 0..{N - 1}.")
+    if not 0 <= row < B: raise ValueError(f"row={row} is outside this trajectory's rows 0..{B - 1}.")
+    ax = plot_trajectory(Trajectory(traj.ids[:step + 1], traj.state[:step + 1]), row, tokenizer, ax=ax,
+                         title=f'step {step} of {N - 1}')
+    canvas = traj.ids[step, row]
+    text = tokenizer.decode(canvas) if tokenizer is not None else str(canvas.tolist())
+    return TrajectoryState(step, canvas, f'canvas at step {step}: {text!r}', ax)
+
+# %% ../nbs/14_widgets.ipynb
+def trajectory_player(model, prompt: str, tokenizer=None, max_new_tokens: int = 16, interval_ms: int = 400, **gen_kw):
+    "Generate once from `prompt` with `model` (or a checkpoint folder) and step through the denoising trajectory."
+    import ipywidgets as W
+    from pathlib import Path
+    from dllm_nb.generate import generate, load_checkpoint
+    if isinstance(model, (str, Path)): model, tokenizer = load_checkpoint(model)
+    if tokenizer is None: raise ValueError("pass the model's tokenizer (or a checkpoint folder, which has one).")
+    traj = generate(model, [prompt], tokenizer, max_new_tokens, return_trajectory=True, **gen_kw).trajectory
+    last = traj.ids.shape[0] - 1
+    c = dict(step=W.IntSlider(value=last, min=0, max=last, description='step'))
+    play = W.Play(value=last, min=0, max=last, interval=interval_ms)
+    W.jslink((play, 'value'), (c['step'], 'value'))
+    box = W.VBox(); box.controls, box.trajectory = c, traj
+    out = W.interactive_output(_redraw(lambda step: draw_trajectory_state(traj, step, 0, tokenizer), box), c)
+    box.children = [W.HBox([play, c['step']]), out]
     return box
