@@ -39,12 +39,10 @@ class StepResult:
     loss: float; dllm_loss: float; ar_loss: float; grad_norm: float
     num_diffusion: int; num_ar: int; tokens: int; supervised_tokens: int
 
-def _reduced(parts: list, dp_size: int, all_reduce: Callable) -> Tensor:
+def _reduced(parts: list, all_reduce: Callable) -> Tensor:
     "`[3]` = Σ over micro-batches and ranks of (loss, dllm_loss, ar_loss); each part is local sum / global count."
-    z = torch.zeros(())
-    v = torch.stack([torch.stack([p.loss.detach().float().cpu(), (p.dllm_loss if p.dllm_loss is not None else z).detach().float().cpu(),
-                                  (p.ar_loss if p.ar_loss is not None else z).detach().float().cpu()]) for p in parts]).sum(0)
-    return all_reduce(v)
+    v = torch.stack([torch.stack([torch.zeros(()) if x is None else x.detach().float().cpu() for x in p]) for p in parts])
+    return all_reduce(v.sum(0))
 
 # %% ../nbs/09_trainer.ipynb
 def train_step(model, strategy, optimizer, batches: list[dict], seeds: list[Tensor], dp_size: int = 1,
@@ -59,10 +57,10 @@ def train_step(model, strategy, optimizer, batches: list[dict], seeds: list[Tens
         (p.loss * dp_size).backward()
         parts.append(p)
     params = [p for p in model.parameters() if p.requires_grad]
-    gn = clip_grad_norm_(params, grad_clip) if grad_clip else clip_grad_norm_(params, float('inf'))
+    gn = clip_grad_norm_(params, grad_clip or float('inf'))             # inf: measure the norm, clip nothing
     optimizer.step(); optimizer.zero_grad(set_to_none=True)
     if scheduler is not None: scheduler.step()
-    loss, dllm, ar = _reduced(parts, dp_size, all_reduce).tolist()
+    loss, dllm, ar = _reduced(parts, all_reduce).tolist()
     toks = all_reduce(torch.stack([sum(b['attention_mask'].sum() for b in batches).cpu(),
                                    sum(b['loss_mask'].sum() for b in batches).cpu()]).long())
     return StepResult(loss, dllm, ar, float(gn), int(nd), int(na), int(toks[0]), int(toks[1]))
@@ -77,7 +75,7 @@ def validate(model, strategy, batches: list[dict], seeds: list[Tensor], all_redu
     for b, s in zip(batches, seeds):
         b = strategy.prepare_batch(b, s)
         nd, na = step_denominators(strategy, [b], all_reduce)
-        loss, dllm, ar = _reduced([strategy.loss(model, b, nd, na)], 1, all_reduce)
+        loss, dllm, ar = _reduced([strategy.loss(model, b, nd, na)], all_reduce)
         w = float(nd)
         tot += torch.tensor([w * loss, w * dllm, w * ar, w])
     model.train(was_training)
