@@ -52,6 +52,7 @@ class DLLMConfig:
     half_life_ratio: float = 0.25           # hybrid: late-position bias of blockwise masking, as a fraction of the block
     ar_loss_alpha: float = 1.0              # hybrid: weight of the next-token (AR) co-loss
     encoder_loss_weight: float = 1.0        # block_diffusion: weight of the encoder's next-token loss
+    scored_blocks: Literal['one', 'all'] = 'all'  # block_diffusion: canvas blocks the loss scores per example ('one' = reference)
     self_conditioning: bool = True          # block_diffusion: feed pass-1 predictions back into pass 2 (ignored by other modes)
     self_cond_prob: float = 0.5             # probability that an example is self-conditioned in a training step
     supervise_padding: bool = False         # also supervise the global pad tail (teaches the model to stop)
@@ -62,14 +63,14 @@ class DLLMConfig:
 class TrainConfig:
     global_batch_size: int = 32              # examples per optimizer step, summed over ranks and micro-batches
     micro_batch_size: int = 16              # examples per forward pass on one rank
-    max_steps: int = 400                    # optimizer steps
-    lr: float = 2e-3                        # peak learning rate (AdamW)
+    max_steps: int = 1200                   # optimizer steps
+    lr: float = 3e-3                        # peak learning rate (AdamW)
     min_lr_ratio: float = 0.1               # cosine decay floor, as a fraction of lr
     warmup_steps: int = 20                  # linear warm-up steps
     weight_decay: float = 0.0               # AdamW decoupled weight decay
     betas: tuple[float, float] = (0.9, 0.95)  # AdamW betas
     grad_clip: Optional[float] = 1.0        # max global gradient norm; None = no clipping
-    eval_every: int = 100                   # steps between validations (0 = never)
+    eval_every: int = 200                   # steps between validations (0 = never)
     eval_batches: int = 4                   # validation micro-batches per rank
     save_every: int = 200                   # steps between checkpoints (0 = only the final one)
     keep_last: int = 2                      # checkpoints kept on disk

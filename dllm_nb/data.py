@@ -48,7 +48,7 @@ def _addition(rng: random.Random, n_digits: int = 3) -> tuple[str, str, str]:
     steps, carry = [], 0
     for da, db in zip(reversed(str(a)), reversed(str(b))):
         s = int(da) + int(db) + carry
-        steps.append(f"{da}+{db}+{carry}={s}")
+        steps.append(f"{da}+{db}+{carry}={s:02d}")                  # fixed width: see above
         carry = s // 10
     return f"What is {a} + {b}?", f"{', '.join(steps)}. Answer: {a + b}", str(a + b)
 
@@ -62,7 +62,7 @@ def _reverse(rng: random.Random, min_words: int = 3, max_words: int = 5) -> tupl
 TASKS = {'addition': _addition, 'reverse': _reverse}
 MIXES = {'default': ('addition', 'reverse')}
 SPLITS = ('test', 'validation', 'train')  # drawing order
-DEFAULT_SIZES = dict(train=2000, validation=200, test=200)  # per task
+DEFAULT_SIZES = dict(train=10000, validation=200, test=200)  # per task
 
 # %% ../nbs/01_data.ipynb
 def _split_name(split: str) -> str:

@@ -11,7 +11,7 @@ from .core import rand_rows, row_generators
 from .corruption import corrupt_blockwise, corrupt_uniform, corrupt_uniform_random, sample_t
 from .loss import (LossParts, ar_pair_count, ar_pair_mask, block_diffusion_loss, count_noise, count_tokens,
                           hybrid_loss, mdlm_loss)
-from .window import build_response_window
+from .window import SCORED_BLOCKS, build_response_window
 
 # %% auto 0
 __all__ = ['STRATEGIES', 'Strategy', 'MDLMStrategy', 'HybridStrategy', 'BlockDiffusionStrategy', 'register_strategy',
@@ -95,11 +95,12 @@ class BlockDiffusionStrategy(Strategy):
     name, normalization_mode, needs_mask_token = 'block_diffusion', 'supervised', False
 
     def __init__(self, block_size: int = 4, sliding_window: int | None = None, self_conditioning: bool = True,
-                 self_cond_prob: float = 0.5, encoder_loss_weight: float = 1.0, **kw):
+                 self_cond_prob: float = 0.5, encoder_loss_weight: float = 1.0, scored_blocks: str = 'one', **kw):
         if kw.get('vocab_size') is None: raise ValueError("block_diffusion corrupts with random tokens: pass vocab_size.")
         if kw.get('mask_token_id') is None: kw['mask_token_id'] = -1        # unused: a dummy for generic code paths
         super().__init__(block_size=block_size, **kw)
-        self.sliding_window, self.self_conditioning = sliding_window, self_conditioning
+        if scored_blocks not in SCORED_BLOCKS: raise ValueError(f"scored_blocks={scored_blocks!r}; use one of {SCORED_BLOCKS}")
+        self.sliding_window, self.self_conditioning, self.scored_blocks = sliding_window, self_conditioning, scored_blocks
         self.self_cond_prob, self.encoder_loss_weight = self_cond_prob, encoder_loss_weight
 
     def apply_corruption(self, batch: dict, gens) -> dict:
@@ -116,7 +117,8 @@ class BlockDiffusionStrategy(Strategy):
         batch = super().prepare_batch(batch, sample_seeds)
         batch['window'] = build_response_window(
             batch['input_ids'], batch['noisy_input_ids'], batch['noise_mask'], batch['loss_mask'], batch['p_mask'],
-            batch['attention_mask'], self.block_size, sample_seeds, self.sliding_window, self.pad_token_id)
+            batch['attention_mask'], self.block_size, sample_seeds, self.sliding_window, self.pad_token_id,
+            self.scored_blocks)
         batch['self_cond'] = self.self_cond_coins(sample_seeds).to(batch['input_ids'].device)
         return batch
 

@@ -202,7 +202,8 @@ def build_strategy(cfg, tokenizer, mask_token_id, vocab_size: int):
                         eps=d.eps, t_sampling=d.t_sampling, pad_token_id=tokenizer.pad_token_id,
                         half_life_ratio=d.half_life_ratio, ar_loss_alpha=d.ar_loss_alpha,
                         sliding_window=d.sliding_window, self_conditioning=d.self_conditioning,
-                        self_cond_prob=d.self_cond_prob, encoder_loss_weight=d.encoder_loss_weight)
+                        self_cond_prob=d.self_cond_prob, encoder_loss_weight=d.encoder_loss_weight,
+                        scored_blocks=d.scored_blocks)
 
 # %% ../nbs/09_trainer.ipynb
 def build_collator(cfg, tokenizer):

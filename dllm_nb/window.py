@@ -10,7 +10,7 @@ from .core import cdiv, rand_rows, row_generators
 from .masks import build_batched_block_mask, build_encoder_mask
 
 # %% auto 0
-__all__ = ['response_span', 'select_blocks', 'ResponseWindow', 'build_response_window', 'plot_window']
+__all__ = ['SCORED_BLOCKS', 'response_span', 'select_blocks', 'ResponseWindow', 'build_response_window', 'plot_window']
 
 # %% ../nbs/06_window.ipynb
 def response_span(loss_mask: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -40,7 +40,7 @@ class ResponseWindow:
     canvas_ids: torch.Tensor            # [B,R] noisy response tokens (pad_id past resp_len)
     target_ids: torch.Tensor            # [B,R] clean response tokens
     noise_mask: torch.Tensor            # [B,R] 1 where the corruption changed the token
-    loss_mask: torch.Tensor             # [B,R] final loss support: supervised tokens of the selected block
+    loss_mask: torch.Tensor             # [B,R] final loss support: supervised tokens of the scored block(s)
     p_mask: torch.Tensor                # [B,R] corruption probability (1 for uniform-random corruption)
     supervised: torch.Tensor            # [B,R] every supervised canvas token (all blocks)
     decoder_position_ids: torch.Tensor  # [B,R] absolute positions prefix_len + j
@@ -48,7 +48,7 @@ class ResponseWindow:
     encoder_mask: torch.Tensor          # [B,1,S,S] causal clean-sequence mask
     prefix_len: torch.Tensor            # [B]
     response_len: torch.Tensor          # [B]
-    selected_block: torch.Tensor        # [B]
+    selected_block: torch.Tensor        # [B] (the draw; with scored_blocks='all' every block is scored)
 
     def to(self, device) -> 'ResponseWindow':
         return ResponseWindow(**{f.name: getattr(self, f.name).to(device) for f in fields(self)})
@@ -58,10 +58,14 @@ def _gather_rows(x: torch.Tensor, idx: torch.Tensor, valid: torch.Tensor, fill=0
     "`x[b, idx[b, j]]` where `valid`, else `fill`."
     return torch.where(valid, x.gather(1, idx), torch.full_like(idx, fill, dtype=x.dtype))
 
+SCORED_BLOCKS = ('one', 'all')
+
 def build_response_window(input_ids, noisy_ids, noise_mask, loss_mask, p_mask, attention_mask, block_size: int,
-                          sample_seeds, sliding_window: int | None = None, pad_id: int = 0) -> ResponseWindow:
-    "Gather each row's supervised run into a `[B, R]` canvas with its masks and one-canvas block selection."
+                          sample_seeds, sliding_window: int | None = None, pad_id: int = 0,
+                          scored_blocks: str = 'one') -> ResponseWindow:
+    "Gather each row's supervised run into a `[B, R]` canvas with its masks and the scored blocks (one per row, or all)."
     if block_size < 1: raise ValueError(f"block_size must be >= 1, got {block_size}")
+    if scored_blocks not in SCORED_BLOCKS: raise ValueError(f"scored_blocks={scored_blocks!r}; use one of {SCORED_BLOCKS}")
     B, S = input_ids.shape
     prefix_len, resp_len = response_span(loss_mask, attention_mask)
     R = max(int(resp_len.max()) if B else 0, 1)
@@ -72,7 +76,7 @@ def build_response_window(input_ids, noisy_ids, noise_mask, loss_mask, p_mask, a
     return ResponseWindow(
         canvas_ids=_gather_rows(noisy_ids, idx, valid, pad_id), target_ids=_gather_rows(input_ids, idx, valid, pad_id),
         noise_mask=_gather_rows(noise_mask, idx, valid), p_mask=_gather_rows(p_mask, idx, valid, 1),
-        loss_mask=(valid & (j[None] // block_size == sel[:, None])).long(), supervised=valid.long(),
+        loss_mask=(valid & ((j[None] // block_size == sel[:, None]) | (scored_blocks == 'all'))).long(), supervised=valid.long(),
         decoder_position_ids=prefix_len[:, None] + j[None],
         decoder_mask=build_batched_block_mask(prefix_len, resp_len, S, block_size, sliding_window),
         encoder_mask=build_encoder_mask(attention_mask, sliding_window),
