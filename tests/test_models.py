@@ -188,11 +188,15 @@ def test_geometry_errors_name_the_field():
     with pytest.raises(TypeError, match='bool'): model(**batch, do_self_conditioning=torch.tensor([1, 0]))
 
 
-def test_flex_attention_matches_sdpa(monkeypatch):
+def test_flex_attention_matches_sdpa():
     "FlexAttention forward on CPU (inductor-compiled) equals SDPA; BlockMasks from dllm_nb.masks and from dense masks."
     import torch._dynamo
-    # torch 2.13 CPU: the dynamic-shape recompile of the flex template fails to build; keep shapes static.
-    monkeypatch.setattr(torch._dynamo.config, 'automatic_dynamic_shapes', False)
+    # torch 2.13 CPU: the dynamic-shape recompile of the flex template fails to build; keep shapes static. Use the
+    # config's own patch(): pytest's monkeypatch undo left the option missing for later tests in the same worker.
+    with torch._dynamo.config.patch(automatic_dynamic_shapes=False): _flex_matches_sdpa()
+
+
+def _flex_matches_sdpa():
     sdpa, flex = make_model().eval(), make_model(impl='flex_attention').eval()
     flex.load_state_dict(sdpa.state_dict())
     batch, P, L, am = make_batch((4, 2), (7, 4), 14)
