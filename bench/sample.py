@@ -10,9 +10,10 @@
 Model: tiny Llama of the embedded default's size (hidden 128, 4 layers; the shipped tokenizer's 611 tokens), fp32,
 CPU, batch 4, ragged prompts of about `--prompt-len` tokens (default 16), block 4, 4 steps per block, greedy. Times
 are the best of `--repeats` runs (the machine is shared). `backbone calls` counts transformer passes (decode steps,
-prompt encode, block appends; the re-encode sampler makes an encode and a decode per step). The re-encode sampler makes two calls per step to the cached
-sampler's one; the rest of the speed-up comes from re-encoding ever longer contexts, so it grows with model size and
-prompt length (`--hidden 256 --prompt-len 64`) and falls toward 2x for toy models (`--hidden 64 --layers 2`).
+prompt encode, block appends; the re-encode sampler makes an encode and a decode per step). The re-encode sampler
+makes two calls per step to the cached sampler's one; the rest of the speed-up comes from re-encoding ever longer
+contexts, so it grows with model size and prompt length (`--hidden 256 --prompt-len 64`) and falls toward 2x for toy
+models (`--hidden 64 --layers 2`).
 """
 import argparse, time
 
