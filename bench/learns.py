@@ -8,8 +8,8 @@ Trains the embedded default config three ways on the built-in tasks, single proc
                         (`dllm_nb.loss.ar_loss`), decoded greedily.
 Then prints the test exact-match accuracy of each on `addition` and `reverse` (`dllm_nb.eval.exact_match`, first
 `--n` test examples; MDLM: one step per token, blocks of 8; block diffusion: the training block size, steps per block =
-block size; all greedy). Extra `key=value` arguments override the config (e.g. `train.lr=1e-3`); `--modes` runs a subset, e.g.
-`--modes block_diffusion dllm.scored_blocks=one` for the reference's one-scored-block objective.
+block size; all greedy). Extra `key=value` arguments override the config (e.g. `train.lr=1e-3`); `--modes` runs a
+subset, e.g. `--modes block_diffusion dllm.scored_blocks=one` for the reference's one-scored-block objective.
 """
 import argparse, time
 
@@ -21,6 +21,7 @@ from dllm_nb.loss import ar_loss, ar_pair_count, ar_pair_mask
 from dllm_nb.trainer import Trainer, lr_factor
 
 TASKS = ('addition', 'reverse')
+MODES = ('mdlm', 'block_diffusion', 'autoregressive')
 
 
 def train_autoregressive(cfg, tr: Trainer):
@@ -60,14 +61,14 @@ def main():
     ap.add_argument('--max-steps', type=int, default=None, help='override train.max_steps')
     ap.add_argument('--n', type=int, default=50, help='test examples per task')
     ap.add_argument('--output-dir', default='runs/learns')
-    ap.add_argument('--modes', default='mdlm,block_diffusion,autoregressive',
+    ap.add_argument('--modes', default=','.join(MODES),
                     help='comma-separated subset, e.g. block_diffusion (with dllm.scored_blocks=one for the reference)')
     ap.add_argument('overrides', nargs='*')
     args = ap.parse_args()
     extra = list(args.overrides) + ([f'train.max_steps={args.max_steps}'] if args.max_steps else [])
     results = {}
     for mode in args.modes.split(','):
-        if mode not in ('mdlm', 'block_diffusion', 'autoregressive'): raise SystemExit(f'unknown mode {mode!r}')
+        if mode not in MODES: raise SystemExit(f'unknown mode {mode!r}; use a comma-separated subset of {",".join(MODES)}')
         tic = time.perf_counter()
         dmode = 'mdlm' if mode == 'autoregressive' else mode
         cfg = load_config(args.config, [f'dllm.mode={dmode}', f'output_dir={args.output_dir}/{mode}', *extra], world_size=1)

@@ -73,10 +73,11 @@ def build_response_window(input_ids, noisy_ids, noise_mask, loss_mask, p_mask, a
     valid = j[None] < resp_len[:, None]
     idx = (prefix_len[:, None] + j[None]).clamp(max=S - 1)
     sel = select_blocks(resp_len, block_size, sample_seeds)
+    scored = valid if scored_blocks == 'all' else valid & (j[None] // block_size == sel[:, None])
     return ResponseWindow(
         canvas_ids=_gather_rows(noisy_ids, idx, valid, pad_id), target_ids=_gather_rows(input_ids, idx, valid, pad_id),
         noise_mask=_gather_rows(noise_mask, idx, valid), p_mask=_gather_rows(p_mask, idx, valid, 1),
-        loss_mask=(valid & ((j[None] // block_size == sel[:, None]) | (scored_blocks == 'all'))).long(), supervised=valid.long(),
+        loss_mask=scored.long(), supervised=valid.long(),
         decoder_position_ids=prefix_len[:, None] + j[None],
         decoder_mask=build_batched_block_mask(prefix_len, resp_len, S, block_size, sliding_window),
         encoder_mask=build_encoder_mask(attention_mask, sliding_window),
