@@ -11,12 +11,12 @@ Then prints the test exact-match accuracy of each on `addition` and `reverse` (`
 block size; all greedy). Extra `key=value` arguments override the config (e.g. `train.lr=1e-3`); `--modes` runs a
 subset, e.g. `--modes block_diffusion dllm.scored_blocks=one` for the reference's one-scored-block objective.
 """
-import argparse, time
+import argparse, json, statistics, time
 
 import torch
 
 from dllm_nb.config import load_config
-from dllm_nb.eval import exact_match, generate_autoregressive
+from dllm_nb.eval import exact_match, generate_autoregressive, sampler_settings
 from dllm_nb.loss import ar_loss, ar_pair_count, ar_pair_mask
 from dllm_nb.trainer import Trainer, lr_factor
 
@@ -49,8 +49,40 @@ def train_autoregressive(cfg, tr: Trainer):
     return model.eval()
 
 
-def accuracy(model, tok, n, **kw):
-    return {task: exact_match(model, tok, task, 'test', n, **kw)['accuracy'] for task in TASKS}
+def accuracy(model, tok, n, settings, **kw):
+    return {task: exact_match(model, tok, task, 'test', n, **settings, **kw)['accuracy'] for task in TASKS}
+
+
+def run_one(args, mode, seed, extra):
+    "Train `mode` with `seed`; returns `dict(mode, seed, val, seconds, steps, addition, reverse)`."
+    tic = time.perf_counter()
+    dmode = 'mdlm' if mode == 'autoregressive' else mode
+    cfg = load_config(args.config, [f'dllm.mode={dmode}', f'output_dir={args.output_dir}/{mode}-s{seed}', f'seed={seed}',
+                                    *extra], world_size=1)
+    tr = Trainer(cfg, quiet=True)
+    settings = sampler_settings(cfg)
+    if mode == 'autoregressive':
+        model, val = train_autoregressive(cfg, tr), float('nan')
+        acc = accuracy(model, tr.tokenizer, args.n, dict(max_new_tokens=settings['max_new_tokens']),
+                       sampler=generate_autoregressive)
+    else:
+        records = tr.fit()
+        vals = [r['val_loss'] for r in records if 'val_loss' in r]
+        val = vals[-1] if vals else float('nan')
+        acc = accuracy(tr.model.eval(), tr.tokenizer, args.n, settings)
+    return dict(mode=mode, seed=seed, val=val, seconds=time.perf_counter() - tic, steps=cfg.train.max_steps, **acc)
+
+
+def table(rows: list[dict]) -> str:
+    "One line per (mode, task): median and worst exact match over seeds, steps, median seconds, median val loss."
+    out = [f"{'mode':>16} {'task':>9} {'median':>7} {'worst':>6} {'seeds':>5} {'steps':>6} {'seconds':>8} {'val loss':>9}"]
+    for mode in dict.fromkeys(r['mode'] for r in rows):
+        rs = [r for r in rows if r['mode'] == mode]
+        for task in TASKS:
+            acc = [r[task] for r in rs]
+            out.append(f"{mode:>16} {task:>9} {statistics.median(acc):7.3f} {min(acc):6.3f} {len(rs):5d} {rs[0]['steps']:6d} "
+                       f"{statistics.median(r['seconds'] for r in rs):8.0f} {statistics.median(r['val'] for r in rs):9.3f}")
+    return '\n'.join(out)
 
 
 def main():
@@ -60,33 +92,29 @@ def main():
     ap.add_argument('--config', default=None, help='YAML preset (default: the embedded default = configs/default.yaml)')
     ap.add_argument('--max-steps', type=int, default=None, help='override train.max_steps')
     ap.add_argument('--n', type=int, default=50, help='test examples per task')
+    ap.add_argument('--seeds', type=int, default=3, help='seeds per mode (seed, seed+1, ...): the table gives median and worst')
+    ap.add_argument('--first-seed', type=int, default=0)
     ap.add_argument('--output-dir', default='runs/learns')
+    ap.add_argument('--json', default=None, help='also append one JSON line per run to this file')
     ap.add_argument('--modes', default=','.join(MODES),
                     help='comma-separated subset, e.g. block_diffusion (with dllm.scored_blocks=one for the reference)')
     ap.add_argument('overrides', nargs='*')
     args = ap.parse_args()
     extra = list(args.overrides) + ([f'train.max_steps={args.max_steps}'] if args.max_steps else [])
-    results = {}
-    for mode in args.modes.split(','):
+    modes = args.modes.split(',')
+    for mode in modes:
         if mode not in MODES: raise SystemExit(f'unknown mode {mode!r}; use a comma-separated subset of {",".join(MODES)}')
-        tic = time.perf_counter()
-        dmode = 'mdlm' if mode == 'autoregressive' else mode
-        cfg = load_config(args.config, [f'dllm.mode={dmode}', f'output_dir={args.output_dir}/{mode}', *extra], world_size=1)
-        tr = Trainer(cfg, quiet=True)
-        if mode == 'autoregressive':
-            model = train_autoregressive(cfg, tr)
-            acc = accuracy(model, tr.tokenizer, args.n, sampler=generate_autoregressive)
-            val = ''
-        else:
-            records = tr.fit()
-            model = tr.model.eval()
-            acc = accuracy(model, tr.tokenizer, args.n, block_size=cfg.dllm.block_size if mode == 'block_diffusion' else None)
-            vals = [r['val_loss'] for r in records if 'val_loss' in r]
-            val = f'val loss {vals[0]:.3f} -> {vals[-1]:.3f}' if vals else ''
-        results[mode] = acc
-        print(f"{mode:>16}: {', '.join(f'{k} {v:.3f}' for k, v in acc.items())}   "
-              f"({cfg.train.max_steps} steps, {time.perf_counter() - tic:.0f} s) {val}", flush=True)
-    return results
+    rows = []
+    for mode in modes:
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
+            r = run_one(args, mode, seed, extra)
+            rows.append(r)
+            print(f"{mode:>16} seed {seed}: {', '.join(f'{t} {r[t]:.3f}' for t in TASKS)}  val loss {r['val']:.3f}  "
+                  f"({r['steps']} steps, {r['seconds']:.0f} s)", flush=True)
+            if args.json:
+                with open(args.json, 'a') as f: f.write(json.dumps(dict(r, overrides=extra)) + '\n')
+    print(table(rows))
+    return rows
 
 
 if __name__ == '__main__':

@@ -58,6 +58,9 @@ class DLLMConfig:
     supervise_padding: bool = False         # also supervise the global pad tail (teaches the model to stop)
     mask_token: Optional[str] = '<|mask|>'  # mask token string (mdlm, hybrid); must be in the tokenizer's vocabulary
     t_sampling: Literal['iid', 'antithetic', 'stratified'] = 'iid'  # how diffusion times are drawn across the batch
+    response_canvas: int = 40               # tokens sampled after a prompt; mdlm/hybrid train on responses + EOS to this length
+    ar_warmup_steps: int = 0                # mdlm: first steps train the backbone as a causal LM (0 for pretrained AR models)
+    shift_logits: bool = False              # mdlm: position i predicts token i+1 (Dream), so an AR warm-up carries over
 
 @dataclass
 class TrainConfig:
@@ -246,6 +249,10 @@ def _dllm_problems(x: DLLMConfig) -> list[str]:
     if x.half_life_ratio <= 0: p.append(f"dllm.half_life_ratio={x.half_life_ratio} must be > 0")
     for k in ('ar_loss_alpha', 'encoder_loss_weight'):
         if getattr(x, k) < 0: p.append(f"dllm.{k}={getattr(x, k)} must be >= 0")
+    if x.response_canvas < 1: p.append(f"dllm.response_canvas={x.response_canvas} must be >= 1 (tokens sampled after a prompt)")
+    if x.ar_warmup_steps < 0: p.append(f"dllm.ar_warmup_steps={x.ar_warmup_steps} must be >= 0")
+    if x.mode != 'mdlm' and (x.ar_warmup_steps or x.shift_logits):
+        p.append(f"dllm.ar_warmup_steps / dllm.shift_logits are mdlm settings (mode is {x.mode!r}); set them to 0 / false")
     return p
 
 # %% ../nbs/09a_config.ipynb

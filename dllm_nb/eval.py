@@ -18,8 +18,8 @@ from .masks import build_batched_block_mask, build_encoder_mask
 from .models import BlockDiffusionLM, MaskedDiffusionLM, canvas_position_ids
 
 # %% auto 0
-__all__ = ['score_completion', 'exact_match', 'generate_autoregressive', 'mdlm_nll_bound', 'block_diffusion_losses',
-           'task_likelihood', 'main']
+__all__ = ['score_completion', 'sampler_settings', 'exact_match', 'generate_autoregressive', 'mdlm_nll_bound',
+           'block_diffusion_losses', 'task_likelihood', 'main']
 
 # %% ../nbs/13_eval.ipynb
 def score_completion(task: str, completion: str, answer: str) -> bool:
@@ -28,15 +28,15 @@ def score_completion(task: str, completion: str, answer: str) -> bool:
     return got is not None and got == task_answer(task, f"Answer: {answer}")
 
 # %% ../nbs/13_eval.ipynb
-def _response_len(tokenizer, examples) -> int:
-    return max(len(tokenizer(ex['messages'][-1]['content'], add_special_tokens=False)['input_ids']) for ex in examples) + 1
+def sampler_settings(cfg) -> dict:
+    "The one place that turns a training config into sampler defaults: fixed canvas, the training block, a step per token."
+    return dict(max_new_tokens=cfg.dllm.response_canvas, block_size=cfg.dllm.block_size, steps=None)
 
 def exact_match(model: nn.Module, tokenizer, task: str, split: str = 'test', n: Optional[int] = None, seed: int = 0,
-                batch_size: int = 32, max_new_tokens: Optional[int] = None, sampler: Optional[Callable] = None,
+                batch_size: int = 32, max_new_tokens: int = 40, sampler: Optional[Callable] = None,
                 progress: bool = False, **gen_kw) -> dict:
     "Accuracy of `model` on a built-in `task` split: `dict(accuracy, correct, n, samples)`."
     examples = task_examples(task, split, seed)[:n]
-    max_new_tokens = max_new_tokens or _response_len(tokenizer, examples)
     sampler = sampler or generate
     samples = []
     for s in _progress(range(0, len(examples), batch_size), progress, task):
@@ -156,6 +156,14 @@ def task_likelihood(model: nn.Module, tokenizer, task: str, split: str = 'test',
     return {name: v / n_tok for name, v in sums.items()} | dict(n_tokens=n_tok)
 
 # %% ../nbs/13_eval.ipynb
+def _saved_canvas(path) -> int:
+    "`dllm.response_canvas` of the run's `config.yaml` (in `path` or its parent), else the default."
+    from pathlib import Path
+    from dllm_nb.config import DLLMConfig, load_config
+    for f in (Path(path) / 'config.yaml', Path(path).parent / 'config.yaml'):
+        if f.exists(): return load_config(f).dllm.response_canvas
+    return DLLMConfig().response_canvas
+
 def main(argv: Optional[list[str]] = None) -> int:
     "CLI: `python -m dllm_nb.eval --checkpoint DIR --task NAME`: exact match and likelihood on a built-in task."
     from dllm_nb.core import default_device
@@ -164,7 +172,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog='python -m dllm_nb.eval', description='Evaluate a dllm_nb checkpoint.')
     ap.add_argument('--checkpoint', required=True); ap.add_argument('--task', required=True, help='addition | reverse')
     ap.add_argument('--split', default='test'); ap.add_argument('--n', type=int, default=None, help='first N examples')
-    ap.add_argument('--max-new-tokens', type=int, default=None, help='default: longest reference response + 1')
+    ap.add_argument('--max-new-tokens', type=int, default=None, help="default: the run's dllm.response_canvas (40)")
     ap.add_argument('--steps', type=int, default=None, help='MDLM: total steps; block diffusion: steps per block')
     ap.add_argument('--block-size', type=int, default=None, help='default: the training block size')
     ap.add_argument('--nll-samples', type=int, default=8, help='stratified t samples per example (0 = skip)')
@@ -174,7 +182,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     hf_logging.disable_progress_bar()
     model, tok = load_checkpoint(args.checkpoint, args.device or default_device())
     bs = args.block_size or saved_block_size(args.checkpoint)
-    em = exact_match(model, tok, args.task, args.split, args.n, args.seed, args.batch_size, args.max_new_tokens,
+    em = exact_match(model, tok, args.task, args.split, args.n, args.seed, args.batch_size,
+                     args.max_new_tokens or _saved_canvas(args.checkpoint),
                      steps=args.steps, block_size=bs, progress=not IN_NOTEBOOK)
     print(f"{args.task}/{args.split}: exact match {em['accuracy']:.3f} ({em['correct']}/{em['n']})")
     if args.nll_samples:

@@ -4,7 +4,7 @@
 
 # %% ../nbs/12_generate.ipynb 2
 from __future__ import annotations
-import argparse, json, math
+import argparse, copy, json, math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence, Union
@@ -146,7 +146,8 @@ def _spans(n: int, size: int) -> list[tuple[int, int]]:
 def _mdlm_forward(model: nn.Module):
     "Logits function `(x, attention_mask) -> [B, T, V]` that never lets a row see the batch padding."
     if isinstance(model, MaskedDiffusionLM) and model.supervise_padding:
-        model = MaskedDiffusionLM(model.backbone, supervise_padding=False)
+        model = copy.copy(model)                   # same class (subclasses too) and modules; only the flag differs
+        model.supervise_padding = False
     return lambda x, am: model(x, am)
 
 # %% ../nbs/12_generate.ipynb

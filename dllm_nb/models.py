@@ -158,19 +158,21 @@ class _DLLMWrapper(nn.Module):
 # %% ../nbs/07_models.ipynb
 class MaskedDiffusionLM(_DLLMWrapper):
     "The backbone made bidirectional: `forward(input_ids, attention_mask, causal)` -> logits `[B, T, V]`."
-    def __init__(self, backbone: nn.Module, supervise_padding: bool = False):
+    def __init__(self, backbone: nn.Module, supervise_padding: bool = False, shift_logits: bool = False):
         super().__init__()
-        self.backbone, self.supervise_padding = backbone, supervise_padding
+        self.backbone, self.supervise_padding, self.shift_logits = backbone, supervise_padding, shift_logits
         backbone.config.is_causal = False          # saved with the config: reloads as a bidirectional model
 
-    def settings(self) -> dict: return dict(supervise_padding=self.supervise_padding)
+    def settings(self) -> dict: return dict(supervise_padding=self.supervise_padding, shift_logits=self.shift_logits)
 
     def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None, causal: bool = False) -> Tensor:
         B, T = input_ids.shape
         keep = mdlm_attention_mask(attention_mask, T, self.supervise_padding, causal, input_ids.device)
         position_ids = torch.arange(T, device=input_ids.device).expand(B, T)
-        return self.backbone(input_ids=input_ids, attention_mask=self._mask(keep.expand(B, 1, T, T)),
-                             position_ids=position_ids, use_cache=False).logits
+        logits = self.backbone(input_ids=input_ids, attention_mask=self._mask(keep.expand(B, 1, T, T)),
+                               position_ids=position_ids, use_cache=False).logits
+        if not self.shift_logits: return logits
+        return torch.cat([logits[:, :1], logits[:, :-1]], 1)     # Dream: token j is read at position j - 1
 
 # %% ../nbs/07_models.ipynb
 def canvas_position_ids(prefix_len: Tensor, canvas_len: int) -> Tensor:

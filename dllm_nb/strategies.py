@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 from .core import rand_rows, row_generators
 from .corruption import corrupt_blockwise, corrupt_uniform, corrupt_uniform_random, sample_t
-from .loss import (LossParts, ar_pair_count, ar_pair_mask, block_diffusion_loss, count_noise, count_tokens,
+from .loss import (LossParts, ar_loss, ar_pair_count, ar_pair_mask, block_diffusion_loss, count_noise, count_tokens,
                           hybrid_loss, mdlm_loss)
 from .window import SCORED_BLOCKS, build_response_window
 
@@ -60,8 +60,28 @@ class Strategy:
 
 # %% ../nbs/08_strategies.ipynb
 class MDLMStrategy(Strategy):
-    "Masked diffusion (MDLM / LLaDA): uniform masking, `1/p`-weighted CE, supervised-token denominator."
+    "Masked diffusion (MDLM / LLaDA): uniform masking, `1/p`-weighted CE; optional causal next-token warm-up phase."
     name = 'mdlm'
+
+    def __init__(self, ar_warmup_steps: int = 0, shift_logits: bool = False, **kw):
+        super().__init__(**kw)
+        self.ar_warmup_steps, self.shift_logits = ar_warmup_steps, shift_logits
+
+    def ar_phase(self, batch: dict) -> bool:
+        "True for training batches of steps `< ar_warmup_steps` (validation batches carry no `step`: always MDLM)."
+        return batch.get('step', self.ar_warmup_steps) < self.ar_warmup_steps
+
+    def loss_denominators(self, batches: list[dict]) -> tuple[Tensor, Tensor]:
+        nd, na = super().loss_denominators(batches)
+        if self.ar_phase(batches[0]): na = sum(ar_pair_count(b['attention_mask'], b['loss_mask']) for b in batches)
+        return nd, na
+
+    def loss(self, model, batch: dict, num_diffusion, num_ar) -> LossParts:
+        if not self.ar_phase(batch): return super().loss(model, batch, num_diffusion, num_ar)
+        ids, am = batch['input_ids'], batch['attention_mask']
+        logits = _logits(model(input_ids=ids, attention_mask=am, causal=True))
+        if self.shift_logits: logits = torch.cat([logits[:, 1:], logits[:, -1:]], 1)   # back to position i -> token i+1
+        return ar_loss(logits, ids, ar_pair_mask(am, batch['loss_mask']), num_ar)
 
 # %% ../nbs/08_strategies.ipynb
 class HybridStrategy(Strategy):

@@ -51,10 +51,10 @@ def summarize(records: list[dict]) -> str:
 def report_builtin(model, tokenizer, cfg, n: int = 100) -> dict:
     "Exact match on the test split of every task in a `builtin:` dataset; prints accuracy and 3 generations."
     from dllm_nb.data import MIXES, TASKS
-    from dllm_nb.eval import exact_match
+    from dllm_nb.eval import exact_match, sampler_settings
     name = cfg.data.dataset.removeprefix('builtin:')
     tasks = MIXES.get(name, [name] if name in TASKS else [])
-    res = {t: exact_match(model, tokenizer, t, 'test', n=n, seed=cfg.seed, block_size=cfg.dllm.block_size) for t in tasks}
+    res = {t: exact_match(model, tokenizer, t, 'test', n=n, seed=cfg.seed, **sampler_settings(cfg)) for t in tasks}
     for t, r in res.items(): print(f"test exact match [{t}]: {r['accuracy']:.3f} ({r['correct']}/{r['n']})")
     samples = [r['samples'][k] for k in (0, 1) for r in res.values() if len(r['samples']) > k][:3]
     for r in samples: print(f"  {r['prompt']!r} -> {r['completion']!r} (answer {r['answer']})")

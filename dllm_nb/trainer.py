@@ -192,7 +192,7 @@ def build_model(cfg, tokenizer):
     if d.mode == 'block_diffusion':
         return BlockDiffusionLM(backbone, self_conditioning=d.self_conditioning), None
     mask_id = add_mask_token(backbone, tokenizer, d.mask_token)
-    return MaskedDiffusionLM(backbone, supervise_padding=d.supervise_padding), mask_id
+    return MaskedDiffusionLM(backbone, supervise_padding=d.supervise_padding, shift_logits=d.shift_logits), mask_id
 
 def build_strategy(cfg, tokenizer, mask_token_id, vocab_size: int):
     "The `dllm_nb.strategies` strategy for `cfg.dllm`."
@@ -203,7 +203,7 @@ def build_strategy(cfg, tokenizer, mask_token_id, vocab_size: int):
                         half_life_ratio=d.half_life_ratio, ar_loss_alpha=d.ar_loss_alpha,
                         sliding_window=d.sliding_window, self_conditioning=d.self_conditioning,
                         self_cond_prob=d.self_cond_prob, encoder_loss_weight=d.encoder_loss_weight,
-                        scored_blocks=d.scored_blocks)
+                        scored_blocks=d.scored_blocks, ar_warmup_steps=d.ar_warmup_steps, shift_logits=d.shift_logits)
 
 # %% ../nbs/09_trainer.ipynb
 def build_collator(cfg, tokenizer):
@@ -213,7 +213,8 @@ def build_collator(cfg, tokenizer):
     return DLLMCollator(tokenizer.pad_token_id, tokenizer.eos_token_id,
                         block_size=d.block_size if d.mode != 'mdlm' else None,
                         pad_seq_len_divisible=cfg.data.pad_seq_len_divisible, supervise_padding=d.supervise_padding,
-                        response_window=d.mode == 'block_diffusion')
+                        response_window=d.mode == 'block_diffusion',
+                        response_canvas=d.response_canvas if d.mode != 'block_diffusion' else None)
 
 def load_datasets(cfg, tokenizer) -> tuple:
     "`(train, validation)` tokenised datasets; validation is `data.val_split` or `data.val_size` held-out train rows."
@@ -277,6 +278,7 @@ class Trainer:
         b = self.collate(self.train_ds, mb.indices)
         b['global_index'] = torch.tensor(mb.positions) - mb.step * mb.global_batch_size
         b['global_batch_size'] = mb.global_batch_size
+        b['step'] = mb.step                                             # for strategies with phases (mdlm AR warm-up)
         return b
 
 # %% ../nbs/09_trainer.ipynb
