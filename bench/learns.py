@@ -1,15 +1,20 @@
-"""Does it learn? (not a timed test): `python bench/learns.py [--config configs/default.yaml] [--max-steps N] [--n 50]`.
+"""Does it learn? (not a timed test): `python bench/learns.py [--config configs/default.yaml] [--seeds 3] [--n 50]`.
 
-Trains the embedded default config three ways on the built-in tasks, single process, on the same data order:
-  * `mdlm`            - `dllm_nb.trainer.Trainer(cfg).fit()` with `dllm.mode=mdlm`;
+Trains the config three ways on the built-in tasks, single process, on the same data order, once per seed
+(`--seeds N` from `--first-seed`; the config's `seed` = model init, data order and noise):
+  * `mdlm`            - `dllm_nb.trainer.Trainer(cfg).fit()` with `dllm.mode=mdlm` (use `--config configs/mdlm_cpu.yaml`
+                        for the mdlm recipe that learns at this scale: AR warm-up + shifted logits);
   * `block_diffusion` - the same with `dllm.mode=block_diffusion` (the default);
   * `autoregressive`  - the same backbone config, same batches (`GlobalBatchSampler`), optimizer, schedule, clipping
                         and step count, trained with the plain causal next-token loss on the response
                         (`dllm_nb.loss.ar_loss`), decoded greedily.
-Then prints the test exact-match accuracy of each on `addition` and `reverse` (`dllm_nb.eval.exact_match`, first
-`--n` test examples; MDLM: one step per token, blocks of 8; block diffusion: the training block size, steps per block =
-block size; all greedy). Extra `key=value` arguments override the config (e.g. `train.lr=1e-3`); `--modes` runs a
-subset, e.g. `--modes block_diffusion dllm.scored_blocks=one` for the reference's one-scored-block objective.
+Then prints one table: mode, task, median and worst test exact match over the seeds (`dllm_nb.eval.exact_match`,
+first `--n` test examples), steps, median seconds and validation loss. Sampling uses `dllm_nb.eval.sampler_settings`
+(the same as `python -m dllm_nb.train`'s report): a fixed `dllm.response_canvas` canvas with EOS stopping, blocks of
+`dllm.block_size`, one step per token, greedy; it never reads the reference answers. Extra `key=value` arguments
+override the config (e.g. `train.lr=1e-3`); `--modes` runs a subset, e.g.
+`--modes block_diffusion dllm.scored_blocks=one` for the reference's one-scored-block objective; `--json FILE` appends
+one line per run.
 """
 import argparse, json, statistics, time
 
