@@ -212,27 +212,28 @@ class CachedContext:
         ids, P = right_pad(prompt_ids, 0, device=device)
         self.valid = torch.arange(ids.shape[1], device=device)[None] < P[:, None]        # [B, C] real cache columns
         self.key_pos = torch.arange(ids.shape[1], device=device).expand_as(ids)          # [B, C] their positions
-        self.model, self.w, self.next_pos, self.pending, self._mask = model, sliding_window, P, None, None
+        self.model, self.w, self.next_pos, self.pending, self._keep = model, sliding_window, P, None, None
         self.kv = model.encode(ids, build_encoder_mask(self.valid.long(), sliding_window), return_logits=False).kv
 
     def _pos(self, q_len: int) -> Tensor: return canvas_position_ids(self.next_pos, q_len)
 
-    def _step_mask(self, r: int):
-        "Canvas-step mask over `[cache ; canvas]`, built once per block (the cache only changes between blocks)."
-        if self._mask is None or self._mask[0] != r:
+    def _step_keep(self, r: int) -> Tensor:
+        "Canvas-step keep-mask over `[cache ; canvas]`, built once per block (the cache only changes between blocks)."
+        if self._keep is None or self._keep.shape[2] != r:
             anchor = self.next_pos[:, None].expand(-1, r)                                  # [B, r] the block start
             enc = _context_keep(self.key_pos, self.valid, _window_lo(anchor, self.w), anchor - 1)
-            keep = torch.cat([enc, enc.new_ones(len(enc), 1, r, r)], -1)
-            self._mask = (r, model_attention_mask(keep, self.model.attn_implementation, self.model.backbone.dtype))
-        return self._mask[1]
+            self._keep = torch.cat([enc, enc.new_ones(len(enc), 1, r, r)], -1)
+        return self._keep
 
-    def logits(self, canvas: Tensor, prev_logits: Optional[Tensor] = None) -> Tensor:
+    def logits(self, canvas: Tensor, prev_logits: Optional[Tensor] = None, rows: Optional[Tensor] = None) -> Tensor:
+        "Logits `[n, r, V]` of the canvas `[n, r]` of `rows` (default: every row) against the context."
         m, sc = self.model, _self_cond(self.model, prev_logits)
         if self.pending is not None:
-            if sc is None: return self._append(self.pending, canvas)      # append + first step in one pass
+            if sc is None and rows is None: return self._append(self.pending, canvas)   # append + first step in one pass
             self._append(self.pending)
-        r = canvas.shape[1]
-        return m.decode(EncoderState(self.kv), canvas, self._step_mask(r), self._pos(r), self_cond_embeds=sc).logits
+        r, kv, keep, pos = canvas.shape[1], self.kv, self._step_keep(canvas.shape[1]), self._pos(canvas.shape[1])
+        if rows is not None: kv, keep, pos = tuple((k[rows], v[rows]) for k, v in kv), keep[rows], pos[rows]
+        return m.decode(EncoderState(kv), canvas, keep, pos, self_cond_embeds=sc).logits
 
     def commit(self, block: Tensor) -> None:
         "Queue a committed block `[B, b]`; the next pass appends it (fused with the next block's first step)."
@@ -254,7 +255,7 @@ class CachedContext:
                          attention_mask=model_attention_mask(keep, m.attn_implementation, m.backbone.dtype),
                          position_ids=pos, use_cache=True, logits_to_keep=max(r, 1))
         self.kv = tuple((layer.keys[:, :, :C + b], layer.values[:, :, :C + b]) for layer in cache.layers)
-        self.key_pos, self.valid, self._mask = key_pos, key_valid, None
+        self.key_pos, self.valid, self._keep = key_pos, key_valid, None
         self.next_pos, self.pending = self.next_pos + b, None
         return out.logits if r else None
 
@@ -263,9 +264,10 @@ class ReencodeContext:
     def __init__(self, model: BlockDiffusionLM, prompt_ids: list[list[int]], sliding_window: Optional[int] = None):
         self.model, self.rows, self.w = model, [list(p) for p in prompt_ids], sliding_window
 
-    def logits(self, canvas: Tensor, prev_logits: Optional[Tensor] = None) -> Tensor:
+    def logits(self, canvas: Tensor, prev_logits: Optional[Tensor] = None, rows: Optional[Tensor] = None) -> Tensor:
         m, b = self.model, canvas.shape[1]
-        ids, L = right_pad(self.rows, 0, max(map(len, self.rows)) + b, canvas.device)    # [B, S], lengths [B]
+        ctx = self.rows if rows is None else [self.rows[i] for i in rows.tolist()]
+        ids, L = right_pad(ctx, 0, max(map(len, ctx)) + b, canvas.device)                # [n, S], lengths [n]
         am = (torch.arange(ids.shape[1], device=ids.device)[None] < L[:, None]).long()
         state = m.encode(ids, build_encoder_mask(am, self.w), return_logits=False)
         mask = build_batched_block_mask(L, torch.full_like(L, b), ids.shape[1], b, self.w)
@@ -286,24 +288,26 @@ def denoise_block(ctx, B: int, block_size: int, steps: int, vocab_size: int, gen
     "Denoise one canvas block `[B, block_size]` from random tokens against `ctx`; return it and the number of calls."
     canvas = randint_rows(vocab_size, (B, block_size), gens, device)
     final, active = canvas.clone(), torch.ones(B, dtype=torch.bool, device=device)
-    everything = torch.ones_like(canvas, dtype=torch.bool)
     prev_logits = prev_arg = None
-    if rec is not None: rec.update(start, canvas, everything)
+    if rec is not None: rec.update(start, canvas, torch.ones_like(canvas, dtype=torch.bool))
     for s, n_keep in enumerate(keep_schedule(block_size, steps)):
-        logits = ctx.logits(canvas, prev_logits).float()                                  # [B, b, V]
-        x0, conf = predict_tokens(logits, temperature, gens)
-        noise = randint_rows(vocab_size, (B, block_size), gens, device)
-        arg = logits.argmax(-1)
-        keep = select_transfer(conf, everything, n_keep)                                  # the schedule's budget
+        rows = None if active.all() else active.nonzero()[:, 0]                           # finished rows sit out
+        idx = torch.arange(B, device=device) if rows is None else rows
+        g, pl = [gens[i] for i in idx.tolist()], None if prev_logits is None else prev_logits[idx]
+        logits = ctx.logits(canvas[idx], pl, rows).float()                                # [n, b, V]
+        x0, conf = predict_tokens(logits, temperature, g)
+        noise, arg = randint_rows(vocab_size, x0.shape, g, device), logits.argmax(-1)
+        keep = select_transfer(conf, torch.ones_like(x0, dtype=torch.bool), n_keep)       # the schedule's budget
         if threshold is not None: keep = keep | (conf > threshold)                        # + everything confident
-        stable = (arg == prev_arg).all(-1) if prev_arg is not None else torch.zeros_like(active)
-        done = active & (stable | keep.all(-1))
+        done = keep.all(-1) | ((arg == prev_arg[idx]).all(-1) if prev_arg is not None else False)   # or stable
         keep = keep | done[:, None]
-        new = torch.where(keep, x0, noise)
-        final = torch.where(done[:, None], x0, final)
-        canvas = torch.where(active[:, None], new, canvas)
-        if rec is not None: rec.update(start, canvas, ~keep & active[:, None])
-        active, prev_logits, prev_arg = active & ~done, logits, arg
+        canvas[idx], final[idx[done]] = torch.where(keep, x0, noise), x0[done]
+        if prev_logits is None: prev_logits, prev_arg = logits.new_zeros(B, *logits.shape[1:]), arg.new_zeros(B, block_size)
+        prev_logits[idx], prev_arg[idx] = logits, arg
+        if rec is not None:
+            noisy = torch.zeros_like(canvas, dtype=torch.bool); noisy[idx] = ~keep
+            rec.update(start, canvas, noisy)
+        active[idx[done]] = False
         if not active.any(): break
     return final, s + 1
 
