@@ -77,6 +77,43 @@ def test_block_threshold_one_is_the_schedule(temperature, steps):
     assert generate_block_diffusion(BD, prompts, **kw, threshold=0.0).nfe == 5 < base.nfe   # one call per block
 
 
+def _reference_denoise_block(ctx, B, block_size, steps, vocab_size, gens, temperature=0.0, rec=None, start=0,
+                             device=None, threshold=None):
+    "The sampler before this change (every row runs every step of the block), plus the threshold: the naive reference."
+    from dllm_nb.core import randint_rows
+    from dllm_nb.generate import keep_schedule, predict_tokens, select_transfer
+    canvas = randint_rows(vocab_size, (B, block_size), gens, device)
+    final, active = canvas.clone(), torch.ones(B, dtype=torch.bool)
+    everything, prev_logits, prev_arg = torch.ones_like(canvas, dtype=torch.bool), None, None
+    for s, n_keep in enumerate(keep_schedule(block_size, steps)):
+        logits = ctx.logits(canvas, prev_logits).float()
+        x0, conf = predict_tokens(logits, temperature, gens)
+        noise, arg = randint_rows(vocab_size, (B, block_size), gens, device), logits.argmax(-1)
+        keep = select_transfer(conf, everything, n_keep) | (conf > (2.0 if threshold is None else threshold))
+        stable = (arg == prev_arg).all(-1) if prev_arg is not None else torch.zeros_like(active)
+        done = active & (stable | keep.all(-1))
+        keep = keep | done[:, None]
+        final = torch.where(done[:, None], x0, final)
+        canvas = torch.where(active[:, None], torch.where(keep, x0, noise), canvas)
+        active, prev_logits, prev_arg = active & ~done, logits, arg
+        if not active.any(): break
+    return final, s + 1
+
+
+@pytest.mark.parametrize('temperature,steps,threshold,use_cache', [(0.0, 4, None, True), (1.0, 3, None, True),
+                                                                   (0.0, 8, 0.03, True), (1.0, 4, 0.02, False)])
+def test_block_sampler_equals_naive_reference(monkeypatch, temperature, steps, threshold, use_cache):
+    "Rows that finish sit out the block's later steps: same tokens and calls as running every row every step."
+    import dllm_nb.generate as G
+    prompts = [[5, 6, 7], [9], [10, 11, 12, 13], [14, 15]]
+    kw = dict(max_blocks=5, block_size=4, steps_per_block=steps, temperature=temperature, seeds=[4, 5, 6, 7],
+              threshold=threshold, use_cache=use_cache)
+    fast = generate_block_diffusion(BD, prompts, **kw)
+    monkeypatch.setattr(G, 'denoise_block', _reference_denoise_block)
+    ref = generate_block_diffusion(BD, prompts, **kw)
+    assert torch.equal(fast.canvas, ref.canvas) and fast.nfe == ref.nfe
+
+
 def test_block_threshold_commits_confident_tokens():
     "A model sure of token 9 everywhere: with a threshold every block ends after one call, all 9s; without, later."
     m = _model(BlockDiffusionLM, seed=8)
