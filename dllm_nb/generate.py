@@ -292,22 +292,24 @@ def denoise_block(ctx, B: int, block_size: int, steps: int, vocab_size: int, gen
     if rec is not None: rec.update(start, canvas, torch.ones_like(canvas, dtype=torch.bool))
     for s, n_keep in enumerate(keep_schedule(block_size, steps)):
         rows = None if active.all() else active.nonzero()[:, 0]                           # finished rows sit out
-        idx = torch.arange(B, device=device) if rows is None else rows
-        g, pl = [gens[i] for i in idx.tolist()], None if prev_logits is None else prev_logits[idx]
-        logits = ctx.logits(canvas[idx], pl, rows).float()                                # [n, b, V]
+        pick = (lambda t: t) if rows is None else (lambda t: None if t is None else t[rows])
+        g = gens if rows is None else [gens[i] for i in rows.tolist()]
+        logits = ctx.logits(pick(canvas), pick(prev_logits), rows).float()                # [n, b, V]
         x0, conf = predict_tokens(logits, temperature, g)
         noise, arg = randint_rows(vocab_size, x0.shape, g, device), logits.argmax(-1)
         keep = select_transfer(conf, torch.ones_like(x0, dtype=torch.bool), n_keep)       # the schedule's budget
         if threshold is not None: keep = keep | (conf > threshold)                        # + everything confident
-        done = keep.all(-1) | ((arg == prev_arg[idx]).all(-1) if prev_arg is not None else False)   # or stable
+        done = keep.all(-1) | ((arg == pick(prev_arg)).all(-1) if prev_arg is not None else False)   # or stable
         keep = keep | done[:, None]
-        canvas[idx], final[idx[done]] = torch.where(keep, x0, noise), x0[done]
-        if prev_logits is None: prev_logits, prev_arg = logits.new_zeros(B, *logits.shape[1:]), arg.new_zeros(B, block_size)
-        prev_logits[idx], prev_arg[idx] = logits, arg
+        if rows is None:
+            canvas, final = torch.where(keep, x0, noise), torch.where(done[:, None], x0, final)
+            prev_logits, prev_arg, active = logits, arg, ~done
+        else:
+            canvas[rows], final[rows[done]], prev_logits[rows], prev_arg[rows] = torch.where(keep, x0, noise), x0[done], logits, arg
+            active[rows[done]] = False
         if rec is not None:
-            noisy = torch.zeros_like(canvas, dtype=torch.bool); noisy[idx] = ~keep
+            noisy = torch.zeros_like(canvas, dtype=torch.bool); noisy[rows if rows is not None else slice(None)] = ~keep
             rec.update(start, canvas, noisy)
-        active[idx[done]] = False
         if not active.any(): break
     return final, s + 1
 
