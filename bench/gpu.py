@@ -21,8 +21,10 @@ toy sizes on the CPU (FlexAttention forward only: it has no CPU backward), so th
    ~790 TFLOP/s, so MFU against that is also printed.
 4. **sample**: the sampler bench (`bench/sample.py`) on the GPU.
 
-Device run (the GPU image has torch/transformers but not `datasets`; carry wheels as the device README says):
-    python bench/gpu.py --out $OUT/gpu.json 2>&1 | tee $OUT/gpu.log
+Device run: the GPU image has torch and transformers but not `datasets`, `dill`, `multiprocess`, `fastcore`;
+`bash bench/gpu_wheels.sh` downloads them into `.whl/` here (git-ignored; carry it), then on the device:
+    python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD
+    python3 bench/gpu.py --out $OUT/gpu.json 2>&1 | tee $OUT/gpu.log
 """
 import argparse, json, math, os, statistics, subprocess, sys, time, warnings
 from dataclasses import replace
