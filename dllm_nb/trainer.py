@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_trainer.ipynb 2
 from __future__ import annotations
-import json, logging, math, os, re, shutil, time, warnings
+import json, logging, math, os, re, shutil, signal, time, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -19,7 +19,7 @@ logger = logging.getLogger(__name__)
 __all__ = ['logger', 'RUN_FILES', 'RESUME_SAFE_KEYS', 'lr_factor', 'step_denominators', 'StepResult', 'train_step', 'validate',
            'memory_mb', 'MetricsLogger', 'read_metrics', 'plot_metrics', 'list_checkpoints', 'save_checkpoint',
            'load_checkpoint', 'build_model', 'build_strategy', 'build_collator', 'load_datasets', 'preflight',
-           'Trainer', 'config_changes', 'NonFiniteError', 'weights_finite']
+           'Trainer', 'config_changes', 'NonFiniteError', 'weights_finite', 'DeferredInterrupt']
 
 # %% ../nbs/09_trainer.ipynb
 def lr_factor(step: int, warmup_steps: int, max_steps: int, min_lr_ratio: float = 0.1) -> float:
@@ -420,6 +420,20 @@ def weights_finite(model) -> bool:
     bad = sum((~torch.isfinite(local(p))).sum().cpu() for p in model.parameters())
     return int(all_reduce_sum(torch.as_tensor(bad).long())) == 0
 
+class DeferredInterrupt:
+    "One process: the first Ctrl-C only sets `requested` (the loop saves and stops at the step's end); a second one interrupts."
+    def __init__(self, enabled: bool = True): self.enabled, self.requested, self.old = enabled, False, None
+    def _handler(self, signum, frame):
+        self.requested = True
+        signal.signal(signal.SIGINT, self.old)                           # a second Ctrl-C interrupts at once
+    def __enter__(self):
+        import threading
+        if self.enabled and threading.current_thread() is threading.main_thread():
+            self.old = signal.signal(signal.SIGINT, self._handler)
+        return self
+    def __exit__(self, *exc):
+        if self.old is not None: signal.signal(signal.SIGINT, self.old)
+
 def _trim_metrics(run_dir: Path, start: int):
     "Keep only the records of `metrics.jsonl` up to step `start` (a fresh start keeps none), so steps never repeat."
     p = Path(run_dir) / 'metrics.jsonl'
@@ -431,45 +445,56 @@ def _fit(self, stop_at: int | None = None) -> list[dict]:
     t, start = self.cfg.train, self.maybe_resume()
     val = self.val_batches()
     self.run_dir.mkdir(parents=True, exist_ok=True)
+    if self.dist.is_main: _trim_metrics(self.run_dir, start)           # a resumed run re-logs the steps after its checkpoint
     bar = tqdm(total=t.max_steps, initial=start, disable=self.quiet or not self.dist.is_main, desc='train')
-    records, tic = [], time.perf_counter()
+    records, tic, bad = [], time.perf_counter(), 0                     # bad: consecutive non-finite steps
     self.model.train()
     if start == 0 and t.eval_every and val[0]:                          # the starting point of the validation curve
         rec0 = validate(self.model, self.strategy, *val)
         self.logger.log(0, rec0, echo=None if self.quiet else bar.write); records.append(dict(step=0, **rec0))
-    if self.dist.is_main: _trim_metrics(self.run_dir, start)           # a resumed run re-logs the steps after its checkpoint
-    bad = 0                                                            # consecutive non-finite steps
-    for step in range(start, min(t.max_steps, stop_at or t.max_steps)):
-        self.sampler.step = step + 1                                    # a checkpoint of this step resumes at the next
-        mbs = self.sampler.micro_batches(step)
-        with self.autocast():
-            res = train_step(self.model, self.strategy, self.optimizer, [self.micro_batch(m) for m in mbs],
-                             [m.seeds(self.cfg.seed) for m in mbs], self.dist.world_size, t.grad_clip, scheduler=self.scheduler)
-        dt, tic = time.perf_counter() - tic, time.perf_counter()
-        rec = dict(loss=res.loss, dllm_loss=res.dllm_loss, ar_loss=res.ar_loss, grad_norm=res.grad_norm,
-                   lr=self.scheduler.get_last_lr()[0], tokens_per_step=res.tokens, tps=res.tokens / dt,
-                   supervised_tokens=res.supervised_tokens, mem=memory_mb(self.dist.device), mode=self.cfg.dllm.mode)
-        bad = bad + 1 if res.skipped else 0
-        if bad:
-            rec['skipped'] = 1
-            if self.dist.is_main: bar.write(f"step {step + 1}: loss={res.loss:.4g} grad_norm={res.grad_norm:.4g} is not "
-                                            f"finite; optimizer step skipped ({bad} in a row, train.max_bad_steps={t.max_bad_steps})")
-            if bad >= t.max_bad_steps:
-                self.logger.log(step + 1, rec, echo=None); bar.close()
-                good = _finite_checkpoints(self.run_dir)
-                raise NonFiniteError(f"stopped at step {step + 1}: loss or gradient norm NaN/inf for {bad} steps in a row "
-                                     f"(train.max_bad_steps={t.max_bad_steps}); last finite checkpoint: "
-                                     f"{good[-1] if good else 'none'}. Lower train.lr, check the data, or use model.dtype=float32")
-        if t.eval_every and val[0] and ((step + 1) % t.eval_every == 0 or step + 1 == t.max_steps):
-            rec.update(validate(self.model, self.strategy, *val))
-        if (step + 1) % t.log_every == 0 or 'val_loss' in rec or step + 1 == t.max_steps:
-            self.logger.log(step + 1, rec, echo=None if self.quiet else bar.write)
-        records.append(dict(step=step + 1, **rec)); bar.update(1)
-        if t.save_every and (step + 1) % t.save_every == 0 or step + 1 == t.max_steps:
-            save_checkpoint(self.run_dir, step + 1, self.model, self.optimizer, self.trainer_state(step + 1), t.keep_last,
-                            self.dist.is_main, finite=weights_finite(self.model))
-    bar.close()
+    # with torchrun every process gets the signal at its own moment, so only one process defers Ctrl-C to a step end
+    with DeferredInterrupt(self.dist.world_size == 1) as intr:
+        try:
+            for step in range(start, min(t.max_steps, stop_at or t.max_steps)):
+                rec = self.fit_step(step, val, bad, bar)
+                bad = bad + 1 if rec.get('skipped') else 0
+                if bad >= t.max_bad_steps: raise NonFiniteError(self.diverged(step + 1, bad))
+                records.append(dict(step=step + 1, **rec)); bar.update(1)
+                last = step + 1 == t.max_steps
+                if t.save_every and (step + 1) % t.save_every == 0 or last or intr.requested:
+                    save_checkpoint(self.run_dir, step + 1, self.model, self.optimizer, self.trainer_state(step + 1),
+                                    t.keep_last, self.dist.is_main, finite=weights_finite(self.model))
+                if intr.requested: raise KeyboardInterrupt
+        finally: bar.close()
     if self.dist.is_main: plot_metrics(read_metrics(self.run_dir), self.run_dir / 'loss_curve.png')
     return records
 
-Trainer.fit = _fit
+def _fit_step(self, step: int, val, bad: int, bar) -> dict:
+    "One optimizer step (skipped if non-finite), validation and logging; returns the step's record."
+    t = self.cfg.train
+    self.sampler.step = step + 1                                        # a checkpoint of this step resumes at the next
+    mbs = self.sampler.micro_batches(step)
+    tic = time.perf_counter()
+    with self.autocast():
+        res = train_step(self.model, self.strategy, self.optimizer, [self.micro_batch(m) for m in mbs],
+                         [m.seeds(self.cfg.seed) for m in mbs], self.dist.world_size, t.grad_clip, scheduler=self.scheduler)
+    rec = dict(loss=res.loss, dllm_loss=res.dllm_loss, ar_loss=res.ar_loss, grad_norm=res.grad_norm,
+               lr=self.scheduler.get_last_lr()[0], tokens_per_step=res.tokens, tps=res.tokens / (time.perf_counter() - tic),
+               supervised_tokens=res.supervised_tokens, mem=memory_mb(self.dist.device), mode=self.cfg.dllm.mode)
+    if res.skipped:
+        rec['skipped'] = 1
+        if self.dist.is_main: bar.write(f"step {step + 1}: loss={res.loss:.4g} grad_norm={res.grad_norm:.4g} is not finite; "
+                                        f"optimizer step skipped ({bad + 1} in a row, train.max_bad_steps={t.max_bad_steps})")
+    if t.eval_every and val[0] and ((step + 1) % t.eval_every == 0 or step + 1 == t.max_steps):
+        rec.update(validate(self.model, self.strategy, *val))
+    if (step + 1) % t.log_every == 0 or 'val_loss' in rec or step + 1 == t.max_steps or res.skipped:
+        self.logger.log(step + 1, rec, echo=None if self.quiet else bar.write)
+    return rec
+
+def _diverged(self, step: int, bad: int) -> str:
+    good = _finite_checkpoints(self.run_dir)
+    return (f"stopped at step {step}: loss or gradient norm NaN/inf for {bad} steps in a row "
+            f"(train.max_bad_steps={self.cfg.train.max_bad_steps}); last finite checkpoint: {good[-1] if good else 'none'}. "
+            "Lower train.lr, check the data, or use model.dtype=float32")
+
+Trainer.fit, Trainer.fit_step, Trainer.diverged = _fit, _fit_step, _diverged
