@@ -109,14 +109,15 @@ def test_val_size_message_names_the_real_problem(tmp_path):
 
 def test_cli_bad_data_is_one_line_exit_2(tmp_path):
     "The CLI prints the DataError as one line (no traceback), exit 2, nothing trained; --debug shows the traceback."
+    from dllm_nb.data import DataError
+    from dllm_nb.train import main
     data = tmp_path / 'd.jsonl'; data.write_text(json.dumps(ROW) + '\n{"messages": [}\n')
     args = ['-m', 'dllm_nb.train', f'data.dataset={data}', f'output_dir={tmp_path / "run"}', *TINY[:5]]
     r = cli(args)
     assert r.returncode == 2
     assert one_error_line(r) == f'error: {data}:2: invalid JSON (Expecting value, column 15); fix or delete the line'
     assert not (tmp_path / 'run' / 'metrics.jsonl').exists()
-    r = subprocess.run([sys.executable, *args], env={**ENV, 'DLLM_NB_DEBUG': '1'}, capture_output=True, text=True, cwd=ROOT)
-    assert r.returncode != 0 and 'Traceback' in r.stderr and 'DataError' in r.stderr
+    with pytest.raises(DataError): main(args[2:] + ['--debug'])        # in-process: the traceback is the exception
 
 
 def test_cli_preflight_before_any_setup(tmp_path):
@@ -143,10 +144,13 @@ def test_output_dir_not_writable_or_under_a_file(tmp_path):
         with pytest.raises(ConfigError, match='is not writable'): preflight(cfg_of(ro / 'run'))
 
 
-def test_cli_eval_rejects_unknown_task_before_loading(tmp_path):
-    r = cli(['-m', 'dllm_nb.eval', '--checkpoint', str(tmp_path / 'none'), '--task', 'multiplication'])
-    assert r.returncode == 2 and "invalid choice: 'multiplication' (choose from 'addition', 'reverse')" in r.stderr
-    assert 'Traceback' not in r.stderr
+def test_cli_eval_rejects_unknown_task_before_loading(tmp_path, monkeypatch, capsys):
+    import dllm_nb.generate as G
+    from dllm_nb.eval import main
+    monkeypatch.setattr(G, 'load_checkpoint', lambda *a, **k: pytest.fail('loaded the model before checking --task'))
+    with pytest.raises(SystemExit) as e: main(['--checkpoint', str(tmp_path), '--task', 'multiplication'])
+    assert e.value.code == 2
+    assert "invalid choice: 'multiplication' (choose from 'addition', 'reverse')" in capsys.readouterr().err
 
 
 @pytest.fixture(scope='module')
@@ -305,11 +309,13 @@ def test_cli_ctrl_c_exit_130_names_checkpoint_and_resume(tmp_path):
 
 def test_validation_same_examples_any_world_size(tmp_path):
     "1 vs 2 torchrun processes: the same validation loss; workers get PDEATHSIG and the configured pg timeout."
+    from dllm_nb.trainer import Trainer, validate
     over = [*TINY, f'output_dir={tmp_path}', 'data.val_size=10', 'train.eval_batches=2', 'train.dist_timeout_s=77']
+    tr = Trainer(cfg_of(tmp_path, *over[len(TINY) + 1:]), quiet=True)                     # 1 process: here
+    (tmp_path / '1.json').write_text(json.dumps(validate(tr.model, tr.strategy, *tr.val_batches())))
     script = str(ROOT / 'tests' / 'scripts' / 'val_world.py')
-    r1 = cli([script, str(tmp_path / '1.json'), *over], timeout=300)
-    r2 = cli(['-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2', script, str(tmp_path / '2.json'), *over], timeout=300)
-    assert r1.returncode == 0 and r2.returncode == 0, (r1.stderr[-2000:], r2.stderr[-2000:])
+    r = cli(['-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2', script, str(tmp_path / '2.json'), *over], timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
     a, b = (json.loads((tmp_path / f'{k}.json').read_text()) for k in '12')
     assert a['val_tokens'] == b['val_tokens'] > 0
     assert b['val_loss'] == pytest.approx(a['val_loss'], rel=1e-5)
