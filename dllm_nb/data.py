@@ -309,7 +309,7 @@ def _load_raw(source: str, split: str, seed: int, sizes: dict | None) -> tuple[D
     "The raw dataset and, for JSON files, each row's line (else None)."
     if source.startswith('builtin:'): return Dataset.from_list(builtin_examples(source[8:], split, seed, sizes)), None
     p = Path(source)
-    if p.suffix in _FORMATS and not p.is_file(): raise DataError(f"{source}: no such data file")
+    if p.suffix in _FORMATS and not p.is_file(): raise FileNotFoundError(f"{source}: no such data file")
     if p.is_file() and p.suffix not in _FORMATS:
         raise DataError(f"{source}: unsupported file type; use one of {sorted(_FORMATS)}")
     if p.is_file() and _FORMATS[p.suffix] == 'json':
