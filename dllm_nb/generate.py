@@ -419,9 +419,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         model, tok = load_checkpoint(args.checkpoint, args.device or default_device())
         check_prompt_lengths(prompts, tok, model, args.max_new_tokens, chat=not args.raw)
-    except (FileNotFoundError, ValueError, OSError) as e:
+    except Exception as e:                                             # one line; the traceback with DLLM_NB_DEBUG=1
         if os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0'): raise
-        print(f'error: {e}', file=sys.stderr); return 2
+        why = (str(e) if isinstance(e, (FileNotFoundError, ValueError)) else f"{args.checkpoint} cannot be loaded "
+               f"({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}); a file may be truncated: re-export it")
+        print(f'error: {why}', file=sys.stderr); return 2
     kw = dict(temperature=args.temperature, chat=not args.raw)
     if isinstance(model, MaskedDiffusionLM): kw.update(threshold=args.threshold, remasking=args.remasking)
     block_size = args.block_size or saved_block_size(args.checkpoint)

@@ -171,6 +171,16 @@ def test_generate_prompt_longer_than_positions_is_an_error(tiny_export, capsys):
     assert re.search(r"error: prompt 1 is \d+ tokens; with --max-new-tokens 8 that is \d+ > the model's 512 positions", err)
 
 
+def test_generate_truncated_final_says_so(tiny_export, tmp_path, capsys):
+    import shutil
+    from dllm_nb.generate import main
+    d = tmp_path / 'final'; shutil.copytree(tiny_export, d)
+    w = d / 'model.safetensors'; w.write_bytes(w.read_bytes()[:1000])
+    assert main(['--checkpoint', str(d), '--prompt', 'hi']) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f'error: {d} cannot be loaded (') and 'a file may be truncated' in err and len(err.splitlines()) == 1
+
+
 def test_generate_default_max_new_tokens_fits_builtin_answers(tok):
     "The longest built-in response (worked steps + answer + EOS) fits the CLI's default --max-new-tokens."
     from dllm_nb.data import TASKS, task_examples
