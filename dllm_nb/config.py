@@ -105,7 +105,8 @@ class ConfigError(ValueError):
     def __init__(self, problems: Sequence[str]):
         self.problems = list(problems)
         n = len(self.problems)
-        super().__init__(f"{n} problem{'s' if n > 1 else ''} in the config:\n" + '\n'.join(f'  - {p}' for p in self.problems))
+        super().__init__(self.problems[0] if n == 1 else               # one problem: one line
+                         f"{n} problems in the config:\n" + '\n'.join(f'  - {p}' for p in self.problems))
 
 # %% ../nbs/09a_config.ipynb
 _TRUE, _FALSE, _NONE = ('true', 'yes', 'on', '1'), ('false', 'no', 'off', '0'), ('none', 'null', '~', '')
