@@ -4,7 +4,7 @@
 
 # %% ../nbs/09a_config.ipynb 2
 from __future__ import annotations
-import dataclasses, difflib, math, os
+import dataclasses, difflib, math, os, re
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import UnionType
@@ -13,7 +13,7 @@ import yaml
 
 # %% auto 0
 __all__ = ['ModelConfig', 'DataConfig', 'DLLMConfig', 'TrainConfig', 'Config', 'ConfigError', 'parse_value', 'config_keys',
-           'validate_config', 'load_config', 'config_to_dict', 'save_config']
+           'config_help', 'validate_config', 'load_config', 'config_to_dict', 'save_config']
 
 # %% ../nbs/09a_config.ipynb
 @dataclass
@@ -71,14 +71,18 @@ class TrainConfig:
     betas: tuple[float, float] = (0.9, 0.95)  # AdamW betas
     grad_clip: Optional[float] = 1.0        # max global gradient norm; None = no clipping
     eval_every: int = 200                   # steps between validations (0 = never)
-    eval_batches: int = 4                   # validation micro-batches per rank
+    eval_batches: int = 4                   # validate on the first eval_batches * global_batch_size held-out examples (any world size)
     save_every: int = 200                   # steps between checkpoints (0 = only the final one)
     keep_last: int = 2                      # checkpoints kept on disk
     log_every: int = 20                     # steps between log lines
     tensorboard: bool = False               # also write TensorBoard event files
     resume: Optional[str] = None            # 'auto' = newest checkpoint in output_dir, a checkpoint path, or None
+    resume_strict: bool = True              # refuse to resume when keys that change the run's numbers differ from the checkpoint's
+    overwrite: bool = False                 # delete a previous run found in output_dir (else a non-empty output_dir is refused)
+    max_bad_steps: int = 5                  # stop (exit 3) after this many consecutive NaN/inf steps (each one is skipped)
     fsdp: bool = True                       # with >1 process: FSDP2 sharding (True) or DDP replication (False)
-    compile: bool = False                   # torch.compile the model
+    compile: bool = False                   # torch.compile the model (in place; checkpoints are unchanged)
+    dist_timeout_s: int = 600               # torchrun: seconds a collective may wait for another process before failing
 
     def grad_accum(self, world_size: int = 1) -> int:
         "Micro-batches per rank per step: `global_batch_size / (micro_batch_size * world_size)`, exactly."
@@ -101,7 +105,8 @@ class ConfigError(ValueError):
     def __init__(self, problems: Sequence[str]):
         self.problems = list(problems)
         n = len(self.problems)
-        super().__init__(f"{n} problem{'s' if n > 1 else ''} in the config:\n" + '\n'.join(f'  - {p}' for p in self.problems))
+        super().__init__(self.problems[0] if n == 1 else               # one problem: one line
+                         f"{n} problems in the config:\n" + '\n'.join(f'  - {p}' for p in self.problems))
 
 # %% ../nbs/09a_config.ipynb
 _TRUE, _FALSE, _NONE = ('true', 'yes', 'on', '1'), ('false', 'no', 'off', '0'), ('none', 'null', '~', '')
@@ -150,6 +155,26 @@ def config_keys(cls=Config, prefix: str = '') -> dict[str, object]:
     for name, tp in get_type_hints(cls).items():
         if _is_section(tp): out.update(config_keys(tp, f'{prefix}{name}.'))
         else: out[f'{prefix}{name}'] = tp
+    return out
+
+def _type_name(tp) -> str:
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is Literal: return ' | '.join(map(repr, args))
+    if origin in (Union, UnionType): return ' | '.join(_type_name(a) for a in args)
+    if origin is tuple: return f"tuple[{', '.join(_type_name(a) for a in args)}]"
+    return 'null' if tp is type(None) else getattr(tp, '__name__', str(tp))
+
+def config_help(cls=Config, prefix: str = '') -> dict[str, tuple[str, object, str]]:
+    "Every dotted leaf key mapped to `(type, default, one-line description)`; descriptions are the fields' comments."
+    import inspect
+    try: src = inspect.getsource(cls)
+    except (OSError, TypeError): src = ''
+    notes = dict(re.findall(r'^\s+(\w+):[^#\n]*#\s*(.*)$', src, re.M))
+    out, default = {}, cls()
+    for f in dataclasses.fields(cls):
+        tp = get_type_hints(cls)[f.name]
+        if _is_section(tp): out.update(config_help(tp, f'{prefix}{f.name}.'))
+        else: out[f'{prefix}{f.name}'] = (_type_name(tp), getattr(default, f.name), notes.get(f.name, ''))
     return out
 
 def _suggest(key: str, keys: Sequence[str]) -> str:
@@ -261,7 +286,7 @@ def _train_problems(t: TrainConfig, world_size: int) -> list[str]:
     if t.grad_clip is not None and t.grad_clip <= 0: p.append(f"train.grad_clip={t.grad_clip} must be > 0 (or null)")
     for k in ('eval_every', 'save_every', 'eval_batches'):
         if getattr(t, k) < 0: p.append(f"train.{k}={getattr(t, k)} must be >= 0")
-    for k in ('keep_last', 'log_every'):
+    for k in ('keep_last', 'log_every', 'max_bad_steps', 'dist_timeout_s'):
         if getattr(t, k) < 1: p.append(f"train.{k}={getattr(t, k)} must be >= 1")
     if t.resume not in (None, 'auto') and not Path(t.resume).exists():
         p.append(f"train.resume={t.resume!r} does not exist; give a checkpoint path, 'auto' or null")
