@@ -1,6 +1,6 @@
 """Does it learn? (not a timed test): `python bench/learns.py [--config configs/default.yaml] [--max-steps N] [--n 50]`.
 
-Trains the embedded default config three ways on the built-in tasks, single process, on the same data order:
+Trains the embedded default config four ways on the built-in tasks, single process, on the same data order:
   * `mdlm`            - `dllm_nb.trainer.Trainer(cfg).fit()` with `dllm.mode=mdlm`;
   * `block_diffusion` - the same with `dllm.mode=block_diffusion` (the default);
   * `idlm`            - the same with `dllm.mode=idlm` (08b_idlm: decoded with the cached I-DLM sampler, anchor + drafts);
