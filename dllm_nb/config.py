@@ -50,7 +50,7 @@ class DLLMConfig:
     sliding_window: Optional[int] = None    # block_diffusion only: encoder keys visible before each block start; None = all
     eps: float = 1e-3                       # smallest corruption probability, t in [eps, 1)
     half_life_ratio: float = 0.25           # hybrid: late-position bias of blockwise masking, as a fraction of the block
-    ar_loss_alpha: float = 1.0              # hybrid: weight of the next-token (AR) co-loss
+    ar_loss_alpha: float = 1.0              # hybrid: weight of the DIFFUSION term, loss = α·D + AR (the reference's meaning)
     encoder_loss_weight: float = 1.0        # block_diffusion: weight of the encoder's next-token loss
     clean_loss_weight: float = 0.2          # idlm: weight α of the clean-copy (AR) CE in CE_noisy + α·CE_clean
     auto_balance: bool = False              # idlm: α = detached CE_noisy / CE_clean instead of clean_loss_weight
