@@ -455,7 +455,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         why = (str(e) if isinstance(e, (FileNotFoundError, ValueError)) else f"{args.checkpoint} cannot be loaded "
                f"({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}); a file may be truncated: re-export it")
         print(f'error: {why}', file=sys.stderr); return 2
-    kw = dict(temperature=args.temperature, chat=not args.raw, threshold=args.threshold)
+    kw = dict(temperature=args.temperature, chat=not args.raw)
+    if isinstance(model, (MaskedDiffusionLM, BlockDiffusionLM)): kw.update(threshold=args.threshold)
     if isinstance(model, MaskedDiffusionLM): kw.update(remasking=args.remasking)
     block_size = args.block_size or saved_block_size(args.checkpoint)
     starts = range(0, len(prompts), args.batch_size)
