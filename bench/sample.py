@@ -53,7 +53,7 @@ def cache_table(args):
     bd = BlockDiffusionLM(build_backbone(tiny_config(vocab_size=611, hidden_size=args.hidden, num_layers=args.layers))).eval()
     print(f'## 1. block diffusion, cached vs re-encode: random model, hidden {args.hidden}, {args.layers} layers, batch '
           f'{len(prompts)}, prompts {P - 4}-{P + 4} tokens, block 4, 4 steps/block, threads {args.threads}, '
-          f'best of {args.cache_repeats}')
+          f'{args.clock} clock, best of {args.cache_repeats}')
     print(f"{'blocks':>6} {'cached tok/s':>13} {'re-encode tok/s':>16} {'speed-up':>9} {'backbone calls':>15} {'same tokens':>12}")
     for n_blocks in (4, 16):
         kw = dict(max_blocks=n_blocks, block_size=4, steps_per_block=4, seeds=0)
@@ -122,7 +122,7 @@ def model_table(path, args):
     else: raise SystemExit(f'{path}: not a dllm_nb diffusion checkpoint')
     names = list(samplers)
     print(f'\n## {type(model).__name__} {path}: {len(examples)} test prompts (builtin:default), max_new_tokens {max_new}, '
-          f'threads {args.threads}, best of {args.repeats}')
+          f'threads {args.threads}, {args.clock} clock, best of {args.repeats}')
     print(f"{'sampler':<40} {'batch':>5} {'tokens/s':>9} {'calls/token':>12} {'exact':>6} {'agree':>6} {'vs AR':>6}")
     cands = []
     for bs in args.batch_sizes:
