@@ -495,6 +495,6 @@ def _diverged(self, step: int, bad: int) -> str:
     good = _finite_checkpoints(self.run_dir)
     return (f"stopped at step {step}: loss or gradient norm NaN/inf for {bad} steps in a row "
             f"(train.max_bad_steps={self.cfg.train.max_bad_steps}); last finite checkpoint: {good[-1] if good else 'none'}. "
-            "Lower train.lr, check the data, or use model.dtype=float32")
+            "Lower train.lr or check the data")
 
 Trainer.fit, Trainer.fit_step, Trainer.diverged = _fit, _fit_step, _diverged
