@@ -45,18 +45,20 @@ class DataConfig:
 
 @dataclass
 class DLLMConfig:
-    mode: Literal['mdlm', 'hybrid', 'block_diffusion'] = 'block_diffusion'  # training strategy (see dllm_nb.strategies)
-    block_size: int = 4                     # diffusion block length (hybrid and block_diffusion); 1 = autoregressive
+    mode: Literal['mdlm', 'hybrid', 'block_diffusion', 'idlm'] = 'block_diffusion'  # training strategy (see dllm_nb.strategies)
+    block_size: int = 4                     # diffusion block length (hybrid, block_diffusion; idlm: decode stride); 1 = autoregressive
     sliding_window: Optional[int] = None    # block_diffusion only: encoder keys visible before each block start; None = all
     eps: float = 1e-3                       # smallest corruption probability, t in [eps, 1)
     half_life_ratio: float = 0.25           # hybrid: late-position bias of blockwise masking, as a fraction of the block
-    ar_loss_alpha: float = 1.0              # hybrid: weight of the next-token (AR) co-loss
+    ar_loss_alpha: float = 1.0              # hybrid: weight of the DIFFUSION term, loss = α·D + AR (the reference's meaning)
     encoder_loss_weight: float = 1.0        # block_diffusion: weight of the encoder's next-token loss
+    clean_loss_weight: float = 0.2          # idlm: weight α of the clean-copy (AR) CE in CE_noisy + α·CE_clean
+    auto_balance: bool = False              # idlm: α = detached CE_noisy / CE_clean instead of clean_loss_weight
     scored_blocks: Literal['one', 'all'] = 'all'  # block_diffusion: canvas blocks the loss scores per example ('one' = reference)
     self_conditioning: bool = True          # block_diffusion: feed pass-1 predictions back into pass 2 (ignored by other modes)
     self_cond_prob: float = 0.5             # probability that an example is self-conditioned in a training step
     supervise_padding: bool = False         # also supervise the global pad tail (teaches the model to stop)
-    mask_token: Optional[str] = '<|mask|>'  # mask token string (mdlm, hybrid); must be in the tokenizer's vocabulary
+    mask_token: Optional[str] = '<|mask|>'  # mask token string (mdlm, hybrid, idlm); must be in the tokenizer's vocabulary
     t_sampling: Literal['iid', 'antithetic', 'stratified'] = 'iid'  # how diffusion times are drawn across the batch
 
 @dataclass
@@ -264,12 +266,12 @@ def _dllm_problems(x: DLLMConfig) -> list[str]:
         if x.mode != 'block_diffusion':
             p.append(f"dllm.sliding_window={x.sliding_window} needs dllm.mode=block_diffusion (mode is {x.mode!r}); set it to null")
         elif x.sliding_window < 1: p.append(f"dllm.sliding_window={x.sliding_window} must be >= 1 (or null for no window)")
-    if x.mode in ('mdlm', 'hybrid') and not x.mask_token:
+    if x.mode in ('mdlm', 'hybrid', 'idlm') and not x.mask_token:
         p.append(f"dllm.mode={x.mode} corrupts by masking and needs dllm.mask_token (e.g. '<|mask|>'); it is {x.mask_token!r}")
     if not 0 < x.eps < 1: p.append(f"dllm.eps={x.eps} must be in (0, 1)")
     if not 0 <= x.self_cond_prob <= 1: p.append(f"dllm.self_cond_prob={x.self_cond_prob} must be in [0, 1]")
     if x.half_life_ratio <= 0: p.append(f"dllm.half_life_ratio={x.half_life_ratio} must be > 0")
-    for k in ('ar_loss_alpha', 'encoder_loss_weight'):
+    for k in ('ar_loss_alpha', 'encoder_loss_weight', 'clean_loss_weight'):
         if getattr(x, k) < 0: p.append(f"dllm.{k}={getattr(x, k)} must be >= 0")
     return p
 

@@ -137,8 +137,9 @@ def block_diffusion_losses(model: BlockDiffusionLM, input_ids: Tensor, loss_mask
 # %% ../nbs/13_eval.ipynb
 def task_likelihood(model: nn.Module, tokenizer, task: str, split: str = 'test', n: Optional[int] = None,
                     seed: int = 0, block_size: int = 4, n_samples: int = 8, batch_size: int = 32) -> dict:
-    "Per-token likelihood numbers on a task split: `nll_bound` (MDLM) or the three block-diffusion numbers."
+    "Per-token likelihood numbers on a task split: `nll_bound` (MDLM), the three block-diffusion numbers, or I-DLM's two CEs."
     from dllm_nb.collate import DLLMCollator
+    from dllm_nb.idlm import IntrospectiveDiffusionLM, idlm_losses   # 08b_idlm: I-DLM's deterministic CEs
     examples = [tokenize_example(ex['messages'], tokenizer) for ex in task_examples(task, split, seed)[:n]]
     bd = isinstance(model, BlockDiffusionLM)
     coll = DLLMCollator(tokenizer.pad_token_id, tokenizer.eos_token_id, block_size if bd else None, response_window=bd)
@@ -146,7 +147,9 @@ def task_likelihood(model: nn.Module, tokenizer, task: str, split: str = 'test',
     for s in range(0, len(examples), batch_size):
         b = {k: v.to(device) for k, v in coll(examples[s:s + batch_size]).items() if torch.is_tensor(v)}
         seeds = range(seed + s, seed + s + len(b['input_ids']))
-        if bd: r = block_diffusion_losses(model, b['input_ids'], b['loss_mask'], block_size, b['attention_mask'], n_samples, seeds)
+        if isinstance(model, IntrospectiveDiffusionLM):
+            r = idlm_losses(model, b['input_ids'], b['loss_mask'], b['attention_mask'], tokenizer.mask_token_id)
+        elif bd: r = block_diffusion_losses(model, b['input_ids'], b['loss_mask'], block_size, b['attention_mask'], n_samples, seeds)
         else:
             r = mdlm_nll_bound(model, b['input_ids'], b['loss_mask'], tokenizer.mask_token_id, b['attention_mask'], n_samples, seeds)
             r = dict(nll_bound=r['per_token'], n_tokens=r['n_tokens'])

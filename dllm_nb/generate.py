@@ -343,7 +343,9 @@ def plot_trajectory(traj: Trajectory, row: int = 0, tokenizer=None, ax=None, tit
 # %% ../nbs/12_generate.ipynb
 def generate(model: nn.Module, prompts: Prompts, tokenizer=None, max_new_tokens: int = 32,
              steps: Optional[int] = None, block_size: Optional[int] = None, **kw) -> GenerationOutput:
-    "Run the sampler that fits `model` (`MaskedDiffusionLM` or `BlockDiffusionLM`)."
+    "Run the sampler that fits `model` (`MaskedDiffusionLM`, `BlockDiffusionLM` or `IntrospectiveDiffusionLM`)."
+    from dllm_nb.idlm import IntrospectiveDiffusionLM, generate_idlm   # 08b_idlm imports this module
+    if isinstance(model, IntrospectiveDiffusionLM): return generate_idlm(model, prompts, max_new_tokens, block_size, tokenizer, **kw)
     if isinstance(model, BlockDiffusionLM):
         bs = block_size or 4
         return generate_block_diffusion(model, prompts, max_new_tokens, block_size=bs, steps_per_block=steps or bs,
@@ -370,8 +372,10 @@ def load_checkpoint(path, device=None, attn_implementation: str = 'sdpa'):
         raise FileNotFoundError(f"{path} has no {DLLM_CONFIG_NAME}: not a dllm_nb checkpoint (save one with "
                                 "MaskedDiffusionLM/BlockDiffusionLM.save_pretrained).")
     kind = json.loads((path / DLLM_CONFIG_NAME).read_text()).get('model_class')
-    if kind not in MODEL_CLASSES: raise ValueError(f"{path}: unknown model_class {kind!r}; known: {sorted(MODEL_CLASSES)}.")
-    model = MODEL_CLASSES[kind].from_pretrained(path, attn_implementation).to(device or 'cpu').eval()
+    from dllm_nb.idlm import IntrospectiveDiffusionLM              # 08b_idlm imports this module: not at the top
+    classes = dict(MODEL_CLASSES, IntrospectiveDiffusionLM=IntrospectiveDiffusionLM)
+    if kind not in classes: raise ValueError(f"{path}: unknown model_class {kind!r}; known: {sorted(classes)}.")
+    model = classes[kind].from_pretrained(path, attn_implementation).to(device or 'cpu').eval()
     tokenizer = load_tokenizer(path if (path / 'tokenizer.json').exists() or (path / 'tokenizer_config.json').exists() else None)
     return model, tokenizer
 

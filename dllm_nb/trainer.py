@@ -197,18 +197,23 @@ def build_model(cfg, tokenizer):
     if d.mode == 'block_diffusion':
         return BlockDiffusionLM(backbone, self_conditioning=d.self_conditioning), None
     mask_id = add_mask_token(backbone, tokenizer, d.mask_token)
+    if d.mode == 'idlm':
+        from dllm_nb.idlm import IntrospectiveDiffusionLM
+        return IntrospectiveDiffusionLM(backbone, block_size=d.block_size), mask_id
     return MaskedDiffusionLM(backbone, supervise_padding=d.supervise_padding), mask_id
 
 def build_strategy(cfg, tokenizer, mask_token_id, vocab_size: int):
     "The `dllm_nb.strategies` strategy for `cfg.dllm`."
     from dllm_nb.strategies import get_strategy
+    import dllm_nb.idlm   # registers the 'idlm' strategy
     d = cfg.dllm
     return get_strategy(d.mode, mask_token_id=mask_token_id, vocab_size=vocab_size, block_size=d.block_size,
                         eps=d.eps, t_sampling=d.t_sampling, pad_token_id=tokenizer.pad_token_id,
                         half_life_ratio=d.half_life_ratio, ar_loss_alpha=d.ar_loss_alpha,
                         sliding_window=d.sliding_window, self_conditioning=d.self_conditioning,
                         self_cond_prob=d.self_cond_prob, encoder_loss_weight=d.encoder_loss_weight,
-                        scored_blocks=d.scored_blocks)
+                        scored_blocks=d.scored_blocks, clean_loss_weight=d.clean_loss_weight,
+                        auto_balance=d.auto_balance)
 
 # %% ../nbs/09_trainer.ipynb
 def build_collator(cfg, tokenizer):
@@ -216,7 +221,7 @@ def build_collator(cfg, tokenizer):
     from dllm_nb.collate import DLLMCollator
     d = cfg.dllm
     return DLLMCollator(tokenizer.pad_token_id, tokenizer.eos_token_id,
-                        block_size=d.block_size if d.mode != 'mdlm' else None,
+                        block_size=d.block_size if d.mode not in ('mdlm', 'idlm') else None,
                         pad_seq_len_divisible=cfg.data.pad_seq_len_divisible, supervise_padding=d.supervise_padding,
                         response_window=d.mode == 'block_diffusion')
 
