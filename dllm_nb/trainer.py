@@ -66,7 +66,10 @@ def train_step(model, strategy, optimizer, batches: list[dict], seeds: list[Tens
     ok = math.isfinite(loss) and math.isfinite(float(gn))               # no extra sync: both are already reduced
     if ok: optimizer.step()                                            # a non-finite step changes no weight
     optimizer.zero_grad(set_to_none=True)
-    if scheduler is not None: scheduler.step()
+    if scheduler is not None:                                          # the schedule advances even on a skipped step
+        with warnings.catch_warnings():
+            warnings.filterwarnings('ignore', message='Detected call of `lr_scheduler.step()` before')
+            scheduler.step()
     toks = all_reduce(torch.stack([sum(b['attention_mask'].sum() for b in batches).cpu(),
                                    sum(b['loss_mask'].sum() for b in batches).cpu()]).long())
     return StepResult(loss, dllm, ar, float(gn), int(nd), int(na), int(toks[0]), int(toks[1]), skipped=not ok)
