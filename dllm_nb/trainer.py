@@ -68,7 +68,7 @@ def train_step(model, strategy, optimizer, batches: list[dict], seeds: list[Tens
     optimizer.zero_grad(set_to_none=True)
     if scheduler is not None:                                          # the schedule advances even on a skipped step
         with warnings.catch_warnings():
-            warnings.filterwarnings('ignore', message='Detected call of `lr_scheduler.step()` before')
+            warnings.filterwarnings('ignore', message=r'Detected call of `lr_scheduler\.step\(\)` before')
             scheduler.step()
     toks = all_reduce(torch.stack([sum(b['attention_mask'].sum() for b in batches).cpu(),
                                    sum(b['loss_mask'].sum() for b in batches).cpu()]).long())
