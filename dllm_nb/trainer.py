@@ -455,7 +455,7 @@ def _fit(self, stop_at: int | None = None) -> list[dict]:
     self.run_dir.mkdir(parents=True, exist_ok=True)
     if self.dist.is_main: _trim_metrics(self.run_dir, start)           # a resumed run re-logs the steps after its checkpoint
     bar = tqdm(total=t.max_steps, initial=start, disable=self.quiet or not self.dist.is_main, desc='train')
-    records, tic, bad = [], time.perf_counter(), 0                     # bad: consecutive non-finite steps
+    records, self._tic, bad = [], time.perf_counter(), 0               # bad: consecutive non-finite steps
     self.model.train()
     if start == 0 and t.eval_every and val[0]:                          # the starting point of the validation curve
         rec0 = validate(self.model, self.strategy, *val)
@@ -482,12 +482,12 @@ def _fit_step(self, step: int, val, bad: int, bar) -> dict:
     t = self.cfg.train
     self.sampler.step = step + 1                                        # a checkpoint of this step resumes at the next
     mbs = self.sampler.micro_batches(step)
-    tic = time.perf_counter()
     with self.autocast():
         res = train_step(self.model, self.strategy, self.optimizer, [self.micro_batch(m) for m in mbs],
                          [m.seeds(self.cfg.seed) for m in mbs], self.dist.world_size, t.grad_clip, scheduler=self.scheduler)
+    dt, self._tic = time.perf_counter() - self._tic, time.perf_counter()  # since the previous step ended
     rec = dict(loss=res.loss, dllm_loss=res.dllm_loss, ar_loss=res.ar_loss, grad_norm=res.grad_norm,
-               lr=self.scheduler.get_last_lr()[0], tokens_per_step=res.tokens, tps=res.tokens / (time.perf_counter() - tic),
+               lr=self.scheduler.get_last_lr()[0], tokens_per_step=res.tokens, tps=res.tokens / dt,
                supervised_tokens=res.supervised_tokens, mem=memory_mb(self.dist.device), mode=self.cfg.dllm.mode)
     if res.skipped:
         rec['skipped'] = 1
