@@ -23,7 +23,7 @@ __all__ = ['ANCHOR_SAMPLING', 'MASKED', 'DRAFTER_CONFIG', 'DRAFTER_WEIGHTS', 'WE
            'DrafterConfig', 'default_layer_ids', 'default_gamma', 'rope', 'DrafterLayer', 'DFlashDrafter',
            'target_features', 'load_target', 'decay_weights', 'quantized_weights', 'block_weights', 'dflash_loss',
            'DFlashStrategy', 'build_dflash_model', 'dflash_strategy', 'SpecOutput', 'draft_block',
-           'speculative_generate', 'target_greedy']
+           'speculative_generate', 'target_greedy', 'speculative_cli']
 
 # %% ../nbs/15_dflash.ipynb
 ANCHOR_SAMPLING = ('independent', 'non_overlapping')
@@ -426,3 +426,20 @@ def target_greedy(target: nn.Module, prompt_ids: Sequence[Sequence[int]], max_ne
                               eos_token_id=eos_token_id, pad_token_id=eos_token_id if eos_token_id is not None else 0)
         res.append(_cut(out[0, ids.shape[1]:].tolist(), eos_token_id))
     return res
+
+# %% ../nbs/15_dflash.ipynb
+def speculative_cli(args, prompts: list[str]) -> int:
+    "`python -m dllm_nb.generate --checkpoint DRAFTER --speculative`: lossless greedy decoding of the drafter's target."
+    from dllm_nb.core import default_device
+    from dllm_nb.data import load_tokenizer
+    from dllm_nb.generate import encode_prompts
+    if args.temperature: raise SystemExit(f"--speculative is greedy (lossless) only; got --temperature {args.temperature}.")
+    drafter = DFlashDrafter.from_pretrained(args.checkpoint, device=args.device or default_device())
+    tok, acc = load_tokenizer(args.checkpoint), []
+    for s in range(0, len(prompts), args.batch_size):
+        batch = prompts[s:s + args.batch_size]
+        out = speculative_generate(drafter, encode_prompts(batch, tok, chat=not args.raw), args.max_new_tokens, tok.eos_token_id)
+        for p, ids in zip(batch, out.sequences): print(f"{p} -> {tok.decode(ids)}", flush=True)
+        acc += out.accept_lengths
+    print(f"mean acceptance length: {sum(acc) / max(1, len(acc)):.2f} tokens per target call")
+    return 0
