@@ -59,3 +59,20 @@ def test_dflash_config_errors():
     except ConfigError as e: msg = str(e)
     else: raise AssertionError('no error')
     assert 'dflash.target' in msg and 'dflash.block_size=1' in msg
+
+
+def test_dflash_split_invariance_across_processes(tmp_path):
+    "dflash step: (1 proc, bs 8) == (1 proc, acc 4, bs 2) == (2 torchrun procs with FSDP2, bs 2): loss, weight sum, grads."
+    make_target(tmp_path / 'target')
+    script, env = str(ROOT / 'tests' / 'scripts' / 'split_step.py'), {'DFLASH_TARGET': str(tmp_path / 'target')}
+    torchrun = ['-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2']
+    for args in ([script, str(tmp_path / 'a.pt'), '8', 'dflash'], [script, str(tmp_path / 'b.pt'), '2', 'dflash'],
+                 torchrun + [script, str(tmp_path / 'c.pt'), '2', 'dflash']):
+        r = subprocess.run([sys.executable, *args], env={**ENV, **env}, capture_output=True, text=True, timeout=600, cwd=ROOT)
+        assert r.returncode == 0, f'{args}\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}'
+    a, b, c = (torch.load(tmp_path / f'{k}.pt')['dflash'] for k in 'abc')
+    assert a['grads'] and not any('target' in n or 'embed_tokens' in n for n in a['grads'])
+    for other in (b, c):
+        assert other['num_diffusion'] == a['num_diffusion'] and abs(other['loss'] - a['loss']) <= 1e-5 * abs(a['loss'])
+        for n, g in a['grads'].items():
+            assert (other['grads'][n] - g).abs().max() <= 1e-5 * g.abs().max() + 1e-7, n
