@@ -4,7 +4,7 @@
 
 # %% ../nbs/15_dflash.ipynb 2
 from __future__ import annotations
-import json, math, time
+import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
@@ -124,6 +124,7 @@ class DrafterConfig:
     rope_theta: float = 10000.0           # rotary base
     rms_eps: float = 1e-6                 # RMSNorm epsilon
     target: Optional[str] = None          # the frozen target checkpoint (path or hub id): not saved with the drafter
+    target_dtype: str = 'float32'         # dtype the target is loaded in
     target_info: dict = field(default_factory=dict)  # the target's model_type / sizes, checked when it is re-attached
 
 def default_layer_ids(num_target_layers: int, n: int = 3) -> tuple[int, ...]:
@@ -205,12 +206,12 @@ class DFlashDrafter(nn.Module):
 
     def embed(self, ids: Tensor) -> Tensor:
         "Target embedding of the anchor tokens; the drafter's own learned vector at `MASKED` positions."
-        e = self.target.get_input_embeddings()(ids.clamp_min(0))
-        return torch.where((ids == MASKED)[..., None], self.mask_embed.to(e.dtype), e)
+        e = self.target.get_input_embeddings()(ids.clamp_min(0)).to(self.mask_embed.dtype)   # drafter dtype (target may be bf16)
+        return torch.where((ids == MASKED)[..., None], self.mask_embed, e)
 
     def project(self, feats: Tensor) -> Tensor:
         "Target features `[B, L, len(layer_ids) * H]` -> context states `[B, L, H]`."
-        return self.ctx_norm(self.fc(feats))
+        return self.ctx_norm(self.fc(feats.to(self.fc.weight.dtype)))
 
     def forward(self, block_ids: Tensor, position_ids: Tensor, mask, ctx: Optional[Tensor] = None,
                 ctx_position_ids: Optional[Tensor] = None, input_ids: Optional[Tensor] = None,
@@ -226,7 +227,8 @@ class DFlashDrafter(nn.Module):
             ctx_position_ids = torch.arange(input_ids.shape[1], device=input_ids.device)[None].expand(len(input_ids), -1)
         h = self.embed(block_ids)
         for layer in self.layers: h = layer(h, ctx, position_ids, ctx_position_ids, mask)
-        return self.target.get_output_embeddings()(self.norm(h))
+        head = self.target.get_output_embeddings()
+        return head(self.norm(h).to(head.weight.dtype))
 
 # %% ../nbs/15_dflash.ipynb
 def target_features(drafter, out) -> Tensor:
@@ -260,7 +262,7 @@ def _load(cls, path, target: Optional[nn.Module] = None, device=None) -> DFlashD
     if not (path / DRAFTER_CONFIG).exists(): raise FileNotFoundError(f"{path} has no {DRAFTER_CONFIG}: not a DFlash drafter.")
     d = json.loads((path / DRAFTER_CONFIG).read_text()); d.pop('model_class', None)
     c = DrafterConfig(**{**d, 'layer_ids': tuple(d['layer_ids'])})
-    target = target if target is not None else load_target(c.target, device=device)
+    target = target if target is not None else load_target(c.target, c.target_dtype, device)
     m = cls(c, target)
     m.load_state_dict(load_file(str(path / DRAFTER_WEIGHTS)))
     return m.to(device or 'cpu').eval()
@@ -338,7 +340,8 @@ def build_dflash_model(cfg, tokenizer) -> tuple[DFlashDrafter, None]:
     c = DrafterConfig(hidden_size=tc.hidden_size, layer_ids=tuple(x.layer_ids or default_layer_ids(tc.num_hidden_layers)),
                       num_layers=x.num_layers, num_heads=x.num_heads or tc.num_attention_heads,
                       intermediate_size=x.intermediate_size or tc.intermediate_size, block_size=x.block_size,
-                      vocab_size=tc.vocab_size, target=target_id, target_info=_target_info(tc))
+                      vocab_size=tc.vocab_size, target=target_id, target_dtype=x.target_dtype,
+                      target_info=_target_info(tc))
     return DFlashDrafter(c, target), None
 
 def dflash_strategy(cfg, tokenizer) -> DFlashStrategy:
