@@ -34,7 +34,7 @@ def run(mode, micro, dist_info, out_dir):
 
 
 if __name__ == '__main__':
-    out, micro, modes = sys.argv[1], int(sys.argv[2]), sys.argv[3:] or ['mdlm', 'hybrid', 'block_diffusion']
+    out, micro, modes = sys.argv[1], int(sys.argv[2]), sys.argv[3:] or ['mdlm', 'hybrid', 'block_diffusion', 'idlm']
     dist_info = init_distributed()
     results = {m: run(m, micro, dist_info, os.path.dirname(out)) for m in modes}
     if dist_info.is_main: torch.save(results, out)
