@@ -188,6 +188,7 @@ def build_model(cfg, tokenizer):
     "`(model, mask_token_id)` for `cfg` (a `dllm_nb.config.Config`): backbone + mode wrapper, fp32 weights."
     from dllm_nb.models import BlockDiffusionLM, MaskedDiffusionLM, add_mask_token, build_backbone, tiny_config
     m, d = cfg.model, cfg.dllm
+    if d.mode == 'dflash': from dllm_nb.dflash import build_dflash_model; return build_dflash_model(cfg, tokenizer)
     if m.path is None:
         conf = tiny_config(m.arch, vocab_size=m.vocab_size or len(tokenizer), hidden_size=m.hidden_size,
                            num_layers=m.num_layers, num_heads=m.num_heads, num_kv_heads=m.num_kv_heads,
@@ -210,6 +211,7 @@ def build_strategy(cfg, tokenizer, mask_token_id, vocab_size: int):
     from dllm_nb.strategies import get_strategy
     import dllm_nb.idlm   # registers the 'idlm' strategy
     d = cfg.dllm
+    if d.mode == 'dflash': from dllm_nb.dflash import dflash_strategy; return dflash_strategy(cfg, tokenizer)
     return get_strategy(d.mode, mask_token_id=mask_token_id, vocab_size=vocab_size, block_size=d.block_size,
                         eps=d.eps, t_sampling=d.t_sampling, pad_token_id=tokenizer.pad_token_id,
                         half_life_ratio=d.half_life_ratio, ar_loss_alpha=d.ar_loss_alpha,
@@ -224,7 +226,7 @@ def build_collator(cfg, tokenizer):
     from dllm_nb.collate import DLLMCollator
     d = cfg.dllm
     return DLLMCollator(tokenizer.pad_token_id, tokenizer.eos_token_id,
-                        block_size=d.block_size if d.mode not in ('mdlm', 'idlm') else None,
+                        block_size=d.block_size if d.mode not in ('mdlm', 'idlm', 'dflash') else None,
                         pad_seq_len_divisible=cfg.data.pad_seq_len_divisible, supervise_padding=d.supervise_padding,
                         response_window=d.mode == 'block_diffusion')
 
