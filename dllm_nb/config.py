@@ -12,8 +12,8 @@ from typing import Literal, Optional, Sequence, Union, get_args, get_origin, get
 import yaml
 
 # %% auto 0
-__all__ = ['ModelConfig', 'DataConfig', 'DLLMConfig', 'TrainConfig', 'Config', 'ConfigError', 'parse_value', 'config_keys',
-           'config_help', 'validate_config', 'load_config', 'config_to_dict', 'save_config']
+__all__ = ['ModelConfig', 'DataConfig', 'DLLMConfig', 'DFlashConfig', 'TrainConfig', 'Config', 'ConfigError', 'parse_value',
+           'config_keys', 'config_help', 'validate_config', 'load_config', 'config_to_dict', 'save_config']
 
 # %% ../nbs/09a_config.ipynb
 @dataclass
@@ -45,7 +45,7 @@ class DataConfig:
 
 @dataclass
 class DLLMConfig:
-    mode: Literal['mdlm', 'hybrid', 'block_diffusion', 'idlm'] = 'block_diffusion'  # training strategy (see dllm_nb.strategies)
+    mode: Literal['mdlm', 'hybrid', 'block_diffusion', 'idlm', 'dflash'] = 'block_diffusion'  # training strategy (see dllm_nb.strategies)
     block_size: int = 4                     # diffusion block length (hybrid, block_diffusion; idlm: decode stride); 1 = autoregressive
     sliding_window: Optional[int] = None    # block_diffusion only: encoder keys visible before each block start; None = all
     eps: float = 1e-3                       # smallest corruption probability, t in [eps, 1)
@@ -60,6 +60,19 @@ class DLLMConfig:
     supervise_padding: bool = False         # also supervise the global pad tail (teaches the model to stop)
     mask_token: Optional[str] = '<|mask|>'  # mask token string (mdlm, hybrid, idlm); must be in the tokenizer's vocabulary
     t_sampling: Literal['iid', 'antithetic', 'stratified'] = 'iid'  # how diffusion times are drawn across the batch
+
+@dataclass
+class DFlashConfig:
+    target: Optional[str] = None            # dflash: the frozen causal target (any checkpoint model.path accepts); required
+    target_dtype: Literal['float32', 'bfloat16'] = 'float32'  # dtype the target is loaded in
+    num_layers: int = 1                     # drafter decoder layers (its width is the target's hidden size)
+    num_heads: Optional[int] = None         # drafter attention heads; None = the target's
+    intermediate_size: Optional[int] = None # drafter MLP width; None = the target's
+    block_size: int = 8                     # anchor + drafted tokens per block (>= 2)
+    layer_ids: Optional[tuple[int, ...]] = None  # target layers (0-based) that condition the drafter; None = 3 spread out
+    loss_gamma: Optional[float] = None      # decay of the per-position loss weight; None = paper default for block_size
+    num_blocks_per_sample: int = 8          # anchors (blocks) per training sequence
+    anchor_sampling: Literal['independent', 'non_overlapping'] = 'independent'  # how anchors are drawn per row
 
 @dataclass
 class TrainConfig:
@@ -97,6 +110,7 @@ class Config:
     model: ModelConfig = field(default_factory=ModelConfig)  # backbone
     data: DataConfig = field(default_factory=DataConfig)     # dataset and packaging
     dllm: DLLMConfig = field(default_factory=DLLMConfig)     # diffusion objective
+    dflash: DFlashConfig = field(default_factory=DFlashConfig)  # dflash drafter (dllm.mode=dflash only)
     train: TrainConfig = field(default_factory=TrainConfig)  # optimisation, evaluation, checkpoints
     output_dir: str = 'runs/default'        # checkpoints, logs and the saved config go here
     seed: int = 0                           # base seed: model init, data order, per-example noise
@@ -275,6 +289,15 @@ def _dllm_problems(x: DLLMConfig) -> list[str]:
         if getattr(x, k) < 0: p.append(f"dllm.{k}={getattr(x, k)} must be >= 0")
     return p
 
+def _dflash_problems(x: DLLMConfig, f: DFlashConfig) -> list[str]:
+    if x.mode != 'dflash': return []
+    p = [] if f.target else ["dllm.mode=dflash needs dflash.target=<causal LM checkpoint dir, hub id or .gguf>"]
+    if f.block_size < 2: p.append(f"dflash.block_size={f.block_size} must be >= 2 (an anchor plus drafted tokens)")
+    for k in ('num_layers', 'num_blocks_per_sample'):
+        if getattr(f, k) < 1: p.append(f"dflash.{k}={getattr(f, k)} must be >= 1")
+    if f.loss_gamma is not None and f.loss_gamma <= 0: p.append(f"dflash.loss_gamma={f.loss_gamma} must be > 0 (or null)")
+    return p
+
 # %% ../nbs/09a_config.ipynb
 def _train_problems(t: TrainConfig, world_size: int) -> list[str]:
     p = [q for q in [_batch_problem(t, world_size)] if q]
@@ -298,7 +321,7 @@ def _train_problems(t: TrainConfig, world_size: int) -> list[str]:
 def validate_config(cfg: Config, world_size: int = 1) -> Config:
     "Check every cross-field rule for a run on `world_size` processes; raise one `ConfigError` listing all problems."
     problems = (_model_problems(cfg.model) + _data_problems(cfg.data, cfg.dllm) + _dllm_problems(cfg.dllm)
-                + _train_problems(cfg.train, world_size))
+                + _dflash_problems(cfg.dllm, cfg.dflash)                + _train_problems(cfg.train, world_size))
     if cfg.seed < 0: problems.append(f"seed={cfg.seed} must be >= 0")
     if problems: raise ConfigError(problems)
     return cfg

@@ -438,6 +438,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument('--seed', type=int, default=0, help='prompt i uses seed + i')
     ap.add_argument('--raw', action='store_true', help='do not wrap prompts in the chat template')
     ap.add_argument('--device', default=None, help='default: cuda if available, else cpu')
+    ap.add_argument('--speculative', action='store_true', help='--checkpoint is a DFlash drafter: greedy speculative decoding of its target')
     return ap
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -447,6 +448,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = _parser().parse_args(argv)
     hf_logging.disable_progress_bar()
     prompts = _read_prompts(args)
+    if args.speculative: from dllm_nb.dflash import speculative_cli; return speculative_cli(args, prompts)
     try:
         model, tok = load_checkpoint(args.checkpoint, args.device or default_device())
         check_prompt_lengths(prompts, tok, model, args.max_new_tokens, chat=not args.raw)

@@ -101,7 +101,7 @@ def _run(cfg, args, dist_info, tic) -> int:
     if dist_info.is_main:
         print(summarize(records))
         print(f"saved {Path(cfg.output_dir) / 'final'} after {time.perf_counter() - tic:.0f} s")
-        if cfg.data.dataset.startswith('builtin:') and args.eval_n: report_builtin(model, trainer.tokenizer, cfg, args.eval_n)
+        if cfg.data.dataset.startswith('builtin:') and args.eval_n and cfg.dllm.mode != 'dflash': report_builtin(model, trainer.tokenizer, cfg, args.eval_n)
     return 0
 
 def _interrupted(cfg, argv) -> str:

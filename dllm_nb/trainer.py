@@ -66,7 +66,10 @@ def train_step(model, strategy, optimizer, batches: list[dict], seeds: list[Tens
     ok = math.isfinite(loss) and math.isfinite(float(gn))               # no extra sync: both are already reduced
     if ok: optimizer.step()                                            # a non-finite step changes no weight
     optimizer.zero_grad(set_to_none=True)
-    if scheduler is not None: scheduler.step()
+    if scheduler is not None:                                          # the schedule advances even on a skipped step
+        with warnings.catch_warnings():
+            warnings.filterwarnings('ignore', message=r'Detected call of `lr_scheduler\.step\(\)` before')
+            scheduler.step()
     toks = all_reduce(torch.stack([sum(b['attention_mask'].sum() for b in batches).cpu(),
                                    sum(b['loss_mask'].sum() for b in batches).cpu()]).long())
     return StepResult(loss, dllm, ar, float(gn), int(nd), int(na), int(toks[0]), int(toks[1]), skipped=not ok)
@@ -185,6 +188,7 @@ def build_model(cfg, tokenizer):
     "`(model, mask_token_id)` for `cfg` (a `dllm_nb.config.Config`): backbone + mode wrapper, fp32 weights."
     from dllm_nb.models import BlockDiffusionLM, MaskedDiffusionLM, add_mask_token, build_backbone, tiny_config
     m, d = cfg.model, cfg.dllm
+    if d.mode == 'dflash': from dllm_nb.dflash import build_dflash_model; return build_dflash_model(cfg, tokenizer)
     if m.path is None:
         conf = tiny_config(m.arch, vocab_size=m.vocab_size or len(tokenizer), hidden_size=m.hidden_size,
                            num_layers=m.num_layers, num_heads=m.num_heads, num_kv_heads=m.num_kv_heads,
@@ -207,6 +211,7 @@ def build_strategy(cfg, tokenizer, mask_token_id, vocab_size: int):
     from dllm_nb.strategies import get_strategy
     import dllm_nb.idlm   # registers the 'idlm' strategy
     d = cfg.dllm
+    if d.mode == 'dflash': from dllm_nb.dflash import dflash_strategy; return dflash_strategy(cfg, tokenizer)
     return get_strategy(d.mode, mask_token_id=mask_token_id, vocab_size=vocab_size, block_size=d.block_size,
                         eps=d.eps, t_sampling=d.t_sampling, pad_token_id=tokenizer.pad_token_id,
                         half_life_ratio=d.half_life_ratio, ar_loss_alpha=d.ar_loss_alpha,
@@ -221,7 +226,7 @@ def build_collator(cfg, tokenizer):
     from dllm_nb.collate import DLLMCollator
     d = cfg.dllm
     return DLLMCollator(tokenizer.pad_token_id, tokenizer.eos_token_id,
-                        block_size=d.block_size if d.mode not in ('mdlm', 'idlm') else None,
+                        block_size=d.block_size if d.mode not in ('mdlm', 'idlm', 'dflash') else None,
                         pad_seq_len_divisible=cfg.data.pad_seq_len_divisible, supervise_padding=d.supervise_padding,
                         response_window=d.mode == 'block_diffusion')
 
@@ -452,7 +457,7 @@ def _fit(self, stop_at: int | None = None) -> list[dict]:
     self.run_dir.mkdir(parents=True, exist_ok=True)
     if self.dist.is_main: _trim_metrics(self.run_dir, start)           # a resumed run re-logs the steps after its checkpoint
     bar = tqdm(total=t.max_steps, initial=start, disable=self.quiet or not self.dist.is_main, desc='train')
-    records, tic, bad = [], time.perf_counter(), 0                     # bad: consecutive non-finite steps
+    records, self._tic, bad = [], time.perf_counter(), 0               # bad: consecutive non-finite steps
     self.model.train()
     if start == 0 and t.eval_every and val[0]:                          # the starting point of the validation curve
         rec0 = validate(self.model, self.strategy, *val)
@@ -479,12 +484,12 @@ def _fit_step(self, step: int, val, bad: int, bar) -> dict:
     t = self.cfg.train
     self.sampler.step = step + 1                                        # a checkpoint of this step resumes at the next
     mbs = self.sampler.micro_batches(step)
-    tic = time.perf_counter()
     with self.autocast():
         res = train_step(self.model, self.strategy, self.optimizer, [self.micro_batch(m) for m in mbs],
                          [m.seeds(self.cfg.seed) for m in mbs], self.dist.world_size, t.grad_clip, scheduler=self.scheduler)
+    dt, self._tic = time.perf_counter() - self._tic, time.perf_counter()  # since the previous step ended
     rec = dict(loss=res.loss, dllm_loss=res.dllm_loss, ar_loss=res.ar_loss, grad_norm=res.grad_norm,
-               lr=self.scheduler.get_last_lr()[0], tokens_per_step=res.tokens, tps=res.tokens / (time.perf_counter() - tic),
+               lr=self.scheduler.get_last_lr()[0], tokens_per_step=res.tokens, tps=res.tokens / dt,
                supervised_tokens=res.supervised_tokens, mem=memory_mb(self.dist.device), mode=self.cfg.dllm.mode)
     if res.skipped:
         rec['skipped'] = 1
@@ -500,6 +505,6 @@ def _diverged(self, step: int, bad: int) -> str:
     good = _finite_checkpoints(self.run_dir)
     return (f"stopped at step {step}: loss or gradient norm NaN/inf for {bad} steps in a row "
             f"(train.max_bad_steps={self.cfg.train.max_bad_steps}); last finite checkpoint: {good[-1] if good else 'none'}. "
-            "Lower train.lr, check the data, or use model.dtype=float32")
+            "Lower train.lr or check the data")
 
 Trainer.fit, Trainer.fit_step, Trainer.diverged = _fit, _fit_step, _diverged
