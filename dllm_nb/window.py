@@ -21,7 +21,9 @@ def response_span(loss_mask: torch.Tensor, attention_mask: torch.Tensor) -> tupl
     if (runs > 1).any():
         bad = torch.nonzero(runs > 1).flatten().tolist()
         raise ValueError(f"rows {bad} have {runs[bad].tolist()} separate supervised runs; the response window needs "
-                         "exactly one per row (tokenize with mask_history=True to supervise only the last turn).")
+                         "exactly one per row: a multi-turn conversation needs data.mask_history=True (supervise only the last "
+                         "turn); if it is already True, unsupervised template tokens sit inside or after the reply: tokenize "
+                         "with dllm_nb.data.tokenize_example, which ends each example at its last supervised token.")
     first = sup.long().argmax(1)
     prefix_len = torch.where(resp_len > 0, first, attention_mask.long().sum(1))
     return prefix_len, resp_len
