@@ -22,7 +22,7 @@ from .models import (DLLM_CONFIG_NAME, BlockDiffusionLM, EncoderState, MaskedDif
 __all__ = ['Prompts', 'STATES', 'NOISE', 'NEW', 'STABLE', 'ABSENT', 'STATE_COLORS', 'MODEL_CLASSES', 'encode_prompts',
            'row_seeds', 'block_generators', 'right_pad', 'predict_tokens', 'transfer_schedule', 'select_transfer',
            'Trajectory', 'GenerationOutput', 'generate_mdlm', 'CachedContext', 'ReencodeContext', 'keep_schedule',
-           'denoise_block', 'generate_block_diffusion', 'plot_trajectory', 'generate', 'saved_block_size',
+           'denoise_block', 'generate_block_diffusion', 'plot_trajectory', 'generate', 'saved_run', 'saved_block_size',
            'load_checkpoint', 'main']
 
 # %% ../nbs/12_generate.ipynb
@@ -355,9 +355,15 @@ def generate(model: nn.Module, prompts: Prompts, tokenizer=None, max_new_tokens:
 
 MODEL_CLASSES = dict(MaskedDiffusionLM=MaskedDiffusionLM, BlockDiffusionLM=BlockDiffusionLM)
 
+def saved_run(path) -> dict:
+    "The `run` record of a `final/` folder's `dllm_config.json` (mode, block size, mask token, sampler defaults), or `{}`."
+    f = Path(path) / DLLM_CONFIG_NAME
+    return json.loads(f.read_text()).get('run', {}) if f.exists() else {}
+
 def saved_block_size(path) -> Optional[int]:
-    "`dllm.block_size` of a training `config.yaml` in `path` or its parent, if there is one."
+    "The training block size: from `dllm_config.json` (self-describing `final/`), else a `config.yaml` in `path` or its parent."
     from dllm_nb.config import load_config
+    if 'block_size' in (run := saved_run(path)): return run['block_size']
     for f in (Path(path) / 'config.yaml', Path(path).parent / 'config.yaml'):
         if f.exists(): return load_config(f).dllm.block_size
     return None
@@ -373,6 +379,8 @@ def load_checkpoint(path, device=None, attn_implementation: str = 'sdpa'):
     if kind not in MODEL_CLASSES: raise ValueError(f"{path}: unknown model_class {kind!r}; known: {sorted(MODEL_CLASSES)}.")
     model = MODEL_CLASSES[kind].from_pretrained(path, attn_implementation).to(device or 'cpu').eval()
     tokenizer = load_tokenizer(path if (path / 'tokenizer.json').exists() or (path / 'tokenizer_config.json').exists() else None)
+    if (mask := saved_run(path).get('mask_token')) and tokenizer.mask_token != mask:
+        tokenizer.add_special_tokens({'mask_token': mask})    # the mask token the model was trained with
     return model, tokenizer
 
 # %% ../nbs/12_generate.ipynb
@@ -387,7 +395,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument('--checkpoint', required=True, help='folder written by save_pretrained')
     ap.add_argument('--prompt', action='append', help='a prompt (repeatable)')
     ap.add_argument('--prompts-file', help='text file, one prompt per line')
-    ap.add_argument('--max-new-tokens', type=int, default=32, help='tokens to generate per prompt')
+    ap.add_argument('--max-new-tokens', type=int, default=None, help="tokens per prompt; default: the checkpoint's (else 32)")
     ap.add_argument('--steps', type=int, default=None, help='MDLM: total steps; block diffusion: steps per block')
     ap.add_argument('--block-size', type=int, default=None, help='default: the training block size (else 8 / 4)')
     ap.add_argument('--temperature', type=float, default=0.0, help='0 = greedy')
@@ -410,10 +418,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     kw = dict(temperature=args.temperature, chat=not args.raw)
     if isinstance(model, MaskedDiffusionLM): kw.update(threshold=args.threshold, remasking=args.remasking)
     block_size = args.block_size or saved_block_size(args.checkpoint)
+    max_new = args.max_new_tokens or saved_run(args.checkpoint).get('sampler', {}).get('max_new_tokens', 32)
     starts = range(0, len(prompts), args.batch_size)
     for s in _progress(starts, len(starts) > 1, 'batches'):
         batch = prompts[s:s + args.batch_size]
-        out = generate(model, batch, tok, args.max_new_tokens, args.steps, block_size, seeds=args.seed + s, **kw)
+        out = generate(model, batch, tok, max_new, args.steps, block_size, seeds=args.seed + s, **kw)
         for p, ids in zip(batch, out.sequences): print(f"{p} -> {tok.decode(ids)}", flush=True)
     return 0
 
