@@ -20,6 +20,7 @@ requirements = [
     'pyyaml>=6.0',
     'safetensors>=0.4',
     'numpy>=1.26',
+    'fastcore>=1.5',             # IN_NOTEBOOK guards of the CLI modules (tests/test_faults.py checks every import)
 ]
 # nbdev 2 needs these exact companions (nbdev 3 refuses settings.ini).
 dev_requirements = [
@@ -47,7 +48,7 @@ setup(
     include_package_data=True,
     package_data={'dllm_nb': ['assets/*', 'assets/**/*']},
     install_requires=requirements,
-    extras_require={'dev': dev_requirements, 'gguf': gguf_requirements},
+    extras_require={'dev': dev_requirements, 'gguf': gguf_requirements, 'tensorboard': ['tensorboard>=2.14']},
     entry_points={'nbdev': [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"]},
     zip_safe=False,
 )

@@ -1,15 +1,16 @@
 """Does it learn? (not a timed test): `python bench/learns.py [--config configs/default.yaml] [--max-steps N] [--n 50]`.
 
-Trains the embedded default config three ways on the built-in tasks, single process, on the same data order:
+Trains the embedded default config four ways on the built-in tasks, single process, on the same data order:
   * `mdlm`            - `dllm_nb.trainer.Trainer(cfg).fit()` with `dllm.mode=mdlm`;
   * `block_diffusion` - the same with `dllm.mode=block_diffusion` (the default);
+  * `idlm`            - the same with `dllm.mode=idlm` (08b_idlm: decoded with the cached I-DLM sampler, anchor + drafts);
   * `autoregressive`  - the same backbone config, same batches (`GlobalBatchSampler`), optimizer, schedule, clipping
                         and step count, trained with the plain causal next-token loss on the response
                         (`dllm_nb.loss.ar_loss`), decoded greedily.
 Then prints the test exact-match accuracy of each on `addition` and `reverse` (`dllm_nb.eval.exact_match`, first
 `--n` test examples; MDLM: one step per token, blocks of 8; block diffusion: the training block size, steps per block =
-block size; all greedy). Extra `key=value` arguments override the config (e.g. `train.lr=1e-3`); `--modes` runs a
-subset, e.g. `--modes block_diffusion dllm.scored_blocks=one` for the reference's one-scored-block objective.
+block size; I-DLM: `block_size` drafts per pass; all greedy). Extra `key=value` arguments override the config
+(e.g. `train.lr=1e-3`); `--modes` runs a subset, e.g. `--modes block_diffusion dllm.scored_blocks=one` for the reference's one-scored-block objective.
 """
 import argparse, time
 
@@ -21,7 +22,7 @@ from dllm_nb.loss import ar_loss, ar_pair_count, ar_pair_mask
 from dllm_nb.trainer import Trainer, lr_factor
 
 TASKS = ('addition', 'reverse')
-MODES = ('mdlm', 'block_diffusion', 'autoregressive')
+MODES = ('mdlm', 'block_diffusion', 'idlm', 'autoregressive')
 
 
 def train_autoregressive(cfg, tr: Trainer):
@@ -80,7 +81,7 @@ def main():
         else:
             records = tr.fit()
             model = tr.model.eval()
-            acc = accuracy(model, tr.tokenizer, args.n, block_size=cfg.dllm.block_size if mode == 'block_diffusion' else None)
+            acc = accuracy(model, tr.tokenizer, args.n, block_size=cfg.dllm.block_size if mode in ('block_diffusion', 'idlm') else None)
             vals = [r['val_loss'] for r in records if 'val_loss' in r]
             val = f'val loss {vals[0]:.3f} -> {vals[-1]:.3f}' if vals else ''
         results[mode] = acc

@@ -4,7 +4,7 @@
 
 # %% ../nbs/12_generate.ipynb 2
 from __future__ import annotations
-import argparse, json, math
+import argparse, json, math, os, sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence, Union
@@ -23,7 +23,7 @@ __all__ = ['Prompts', 'STATES', 'NOISE', 'NEW', 'STABLE', 'ABSENT', 'STATE_COLOR
            'row_seeds', 'block_generators', 'right_pad', 'predict_tokens', 'transfer_schedule', 'select_transfer',
            'Trajectory', 'GenerationOutput', 'generate_mdlm', 'CachedContext', 'ReencodeContext', 'keep_schedule',
            'denoise_block', 'generate_block_diffusion', 'plot_trajectory', 'generate', 'saved_run', 'saved_block_size',
-           'load_checkpoint', 'main']
+           'load_checkpoint', 'check_prompt_lengths', 'main']
 
 # %% ../nbs/12_generate.ipynb
 Prompts = Union[Sequence[Sequence[int]], Sequence[str]]
@@ -343,7 +343,9 @@ def plot_trajectory(traj: Trajectory, row: int = 0, tokenizer=None, ax=None, tit
 # %% ../nbs/12_generate.ipynb
 def generate(model: nn.Module, prompts: Prompts, tokenizer=None, max_new_tokens: int = 32,
              steps: Optional[int] = None, block_size: Optional[int] = None, **kw) -> GenerationOutput:
-    "Run the sampler that fits `model` (`MaskedDiffusionLM` or `BlockDiffusionLM`)."
+    "Run the sampler that fits `model` (`MaskedDiffusionLM`, `BlockDiffusionLM` or `IntrospectiveDiffusionLM`)."
+    from dllm_nb.idlm import IntrospectiveDiffusionLM, generate_idlm   # 08b_idlm imports this module
+    if isinstance(model, IntrospectiveDiffusionLM): return generate_idlm(model, prompts, max_new_tokens, block_size, tokenizer, **kw)
     if isinstance(model, BlockDiffusionLM):
         bs = block_size or 4
         return generate_block_diffusion(model, prompts, max_new_tokens, block_size=bs, steps_per_block=steps or bs,
@@ -376,14 +378,26 @@ def load_checkpoint(path, device=None, attn_implementation: str = 'sdpa'):
         raise FileNotFoundError(f"{path} has no {DLLM_CONFIG_NAME}: not a dllm_nb checkpoint (save one with "
                                 "MaskedDiffusionLM/BlockDiffusionLM.save_pretrained).")
     kind = json.loads((path / DLLM_CONFIG_NAME).read_text()).get('model_class')
-    if kind not in MODEL_CLASSES: raise ValueError(f"{path}: unknown model_class {kind!r}; known: {sorted(MODEL_CLASSES)}.")
-    model = MODEL_CLASSES[kind].from_pretrained(path, attn_implementation).to(device or 'cpu').eval()
+    from dllm_nb.idlm import IntrospectiveDiffusionLM              # 08b_idlm imports this module: not at the top
+    classes = dict(MODEL_CLASSES, IntrospectiveDiffusionLM=IntrospectiveDiffusionLM)
+    if kind not in classes: raise ValueError(f"{path}: unknown model_class {kind!r}; known: {sorted(classes)}.")
+    model = classes[kind].from_pretrained(path, attn_implementation).to(device or 'cpu').eval()
     tokenizer = load_tokenizer(path if (path / 'tokenizer.json').exists() or (path / 'tokenizer_config.json').exists() else None)
     if (mask := saved_run(path).get('mask_token')) and tokenizer.mask_token != mask:
         tokenizer.add_special_tokens({'mask_token': mask})    # the mask token the model was trained with
     return model, tokenizer
 
 # %% ../nbs/12_generate.ipynb
+def check_prompt_lengths(prompts, tokenizer, model, max_new_tokens: int, chat: bool = True) -> None:
+    "`ValueError` naming the first prompt whose tokens plus `max_new_tokens` exceed the model's positions."
+    limit = getattr(model.config, 'max_position_embeddings', None)
+    if not limit: return
+    for i, ids in enumerate(encode_prompts(prompts, tokenizer, chat)):
+        if len(ids) + max_new_tokens > limit:
+            raise ValueError(f"prompt {i + 1} is {len(ids)} tokens; with --max-new-tokens {max_new_tokens} that is "
+                             f"{len(ids) + max_new_tokens} > the model's {limit} positions; shorten the prompt or lower "
+                             "--max-new-tokens")
+
 def _read_prompts(args) -> list[str]:
     prompts = list(args.prompt or [])
     if args.prompts_file: prompts += [l for l in Path(args.prompts_file).read_text().splitlines() if l.strip()]
@@ -395,7 +409,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument('--checkpoint', required=True, help='folder written by save_pretrained')
     ap.add_argument('--prompt', action='append', help='a prompt (repeatable)')
     ap.add_argument('--prompts-file', help='text file, one prompt per line')
-    ap.add_argument('--max-new-tokens', type=int, default=None, help="tokens per prompt; default: the checkpoint's (else 32)")
+    ap.add_argument('--max-new-tokens', type=int, default=None, help="tokens per prompt; default: the checkpoint's (else 48)")
     ap.add_argument('--steps', type=int, default=None, help='MDLM: total steps; block diffusion: steps per block')
     ap.add_argument('--block-size', type=int, default=None, help='default: the training block size (else 8 / 4)')
     ap.add_argument('--temperature', type=float, default=0.0, help='0 = greedy')
@@ -405,6 +419,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument('--seed', type=int, default=0, help='prompt i uses seed + i')
     ap.add_argument('--raw', action='store_true', help='do not wrap prompts in the chat template')
     ap.add_argument('--device', default=None, help='default: cuda if available, else cpu')
+    ap.add_argument('--speculative', action='store_true', help='--checkpoint is a DFlash drafter: greedy speculative decoding of its target')
     return ap
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -414,11 +429,19 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = _parser().parse_args(argv)
     hf_logging.disable_progress_bar()
     prompts = _read_prompts(args)
-    model, tok = load_checkpoint(args.checkpoint, args.device or default_device())
+    max_new = args.max_new_tokens or saved_run(args.checkpoint).get('sampler', {}).get('max_new_tokens', 48)
+    if args.speculative: from dllm_nb.dflash import speculative_cli; return speculative_cli(args, prompts)
+    try:
+        model, tok = load_checkpoint(args.checkpoint, args.device or default_device())
+        check_prompt_lengths(prompts, tok, model, max_new, chat=not args.raw)
+    except Exception as e:                                             # one line; the traceback with DLLM_NB_DEBUG=1
+        if os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0'): raise
+        why = (str(e) if isinstance(e, (FileNotFoundError, ValueError)) else f"{args.checkpoint} cannot be loaded "
+               f"({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}); a file may be truncated: re-export it")
+        print(f'error: {why}', file=sys.stderr); return 2
     kw = dict(temperature=args.temperature, chat=not args.raw)
     if isinstance(model, MaskedDiffusionLM): kw.update(threshold=args.threshold, remasking=args.remasking)
     block_size = args.block_size or saved_block_size(args.checkpoint)
-    max_new = args.max_new_tokens or saved_run(args.checkpoint).get('sampler', {}).get('max_new_tokens', 32)
     starts = range(0, len(prompts), args.batch_size)
     for s in _progress(starts, len(starts) > 1, 'batches'):
         batch = prompts[s:s + args.batch_size]
@@ -428,4 +451,4 @@ def main(argv: Optional[list[str]] = None) -> int:
 
 # %% ../nbs/12_generate.ipynb
 #| eval: false
-if __name__ == '__main__' and not IN_NOTEBOOK: main()  # nbdev's test runner has __name__ == '__main__' too
+if __name__ == '__main__' and not IN_NOTEBOOK: sys.exit(main())  # nbdev's test runner has __name__ == '__main__' too

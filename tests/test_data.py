@@ -129,8 +129,8 @@ def test_overlong_policy_counts(tok, caplog):
     assert cut.sft_info['n_overlong'] == n_long and len(cut) == 100
     assert cut['input_ids'] == [x[:L] for x in full['input_ids']]
     assert cut['loss_mask'] == [m[:L] for m in full['loss_mask']]
-    short = load_sft_dataset('builtin:default', 'test', tok, max_len=5, overlong='truncate', sizes=dict(test=50))
-    assert short.sft_info['n_unsupervised'] == 100  # the prompt alone is longer than 5 tokens
+    with pytest.raises(ValueError, match='all 100 examples are left with no supervised token'):  # prompts > 5 tokens
+        load_sft_dataset('builtin:default', 'test', tok, max_len=5, overlong='truncate', sizes=dict(test=50))
 
 
 def test_jsonl_parquet_roundtrip(tmp_path, tok):
