@@ -19,11 +19,11 @@ from .models import (DLLM_CONFIG_NAME, BlockDiffusionLM, EncoderState, MaskedDif
                             model_attention_mask)
 
 # %% auto 0
-__all__ = ['Prompts', 'STATES', 'NOISE', 'NEW', 'STABLE', 'ABSENT', 'STATE_COLORS', 'MODEL_CLASSES', 'encode_prompts',
-           'row_seeds', 'block_generators', 'right_pad', 'predict_tokens', 'transfer_schedule', 'select_transfer',
-           'Trajectory', 'GenerationOutput', 'generate_mdlm', 'CachedContext', 'ReencodeContext', 'keep_schedule',
-           'denoise_block', 'generate_block_diffusion', 'plot_trajectory', 'generate', 'saved_run', 'saved_block_size',
-           'load_checkpoint', 'check_prompt_lengths', 'main']
+__all__ = ['Prompts', 'STATES', 'NOISE', 'NEW', 'STABLE', 'ABSENT', 'STATE_COLORS', 'MODEL_CLASSES', 'DEFAULT_MAX_NEW_TOKENS',
+           'encode_prompts', 'row_seeds', 'block_generators', 'right_pad', 'predict_tokens', 'transfer_schedule',
+           'select_transfer', 'Trajectory', 'GenerationOutput', 'generate_mdlm', 'CachedContext', 'ReencodeContext',
+           'keep_schedule', 'denoise_block', 'generate_block_diffusion', 'plot_trajectory', 'generate', 'saved_run',
+           'saved_block_size', 'load_checkpoint', 'check_prompt_lengths', 'main']
 
 # %% ../nbs/12_generate.ipynb
 Prompts = Union[Sequence[Sequence[int]], Sequence[str]]
@@ -398,6 +398,8 @@ def check_prompt_lengths(prompts, tokenizer, model, max_new_tokens: int, chat: b
                              f"{len(ids) + max_new_tokens} > the model's {limit} positions; shorten the prompt or lower "
                              "--max-new-tokens")
 
+DEFAULT_MAX_NEW_TOKENS = 48   # fits the built-in tasks' answers; a final/ folder's own default comes first
+
 def _read_prompts(args) -> list[str]:
     prompts = list(args.prompt or [])
     if args.prompts_file: prompts += [l for l in Path(args.prompts_file).read_text().splitlines() if l.strip()]
@@ -409,7 +411,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument('--checkpoint', required=True, help='folder written by save_pretrained')
     ap.add_argument('--prompt', action='append', help='a prompt (repeatable)')
     ap.add_argument('--prompts-file', help='text file, one prompt per line')
-    ap.add_argument('--max-new-tokens', type=int, default=None, help="tokens per prompt; default: the checkpoint's (else 48)")
+    ap.add_argument('--max-new-tokens', type=int, default=None, help="tokens per prompt; default: the checkpoint's, else 48")
     ap.add_argument('--steps', type=int, default=None, help='MDLM: total steps; block diffusion: steps per block')
     ap.add_argument('--block-size', type=int, default=None, help='default: the training block size (else 8 / 4)')
     ap.add_argument('--temperature', type=float, default=0.0, help='0 = greedy')
@@ -429,7 +431,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = _parser().parse_args(argv)
     hf_logging.disable_progress_bar()
     prompts = _read_prompts(args)
-    max_new = args.max_new_tokens or saved_run(args.checkpoint).get('sampler', {}).get('max_new_tokens', 48)
+    max_new = args.max_new_tokens or saved_run(args.checkpoint).get('sampler', {}).get('max_new_tokens', DEFAULT_MAX_NEW_TOKENS)
     if args.speculative: from dllm_nb.dflash import speculative_cli; return speculative_cli(args, prompts)
     try:
         model, tok = load_checkpoint(args.checkpoint, args.device or default_device())
