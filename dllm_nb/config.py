@@ -27,7 +27,7 @@ class ModelConfig:
     num_kv_heads: int = 2                   # key/value heads (GQA); must divide num_heads (ignored with `path`)
     vocab_size: Optional[int] = None        # None = len(tokenizer), the usual choice
     attn_implementation: Literal['sdpa', 'flex_attention', 'eager'] = 'sdpa'  # HF attention kernel
-    dtype: Literal['float32', 'bfloat16'] = 'float32'  # parameter / compute dtype (bf16 on GPUs only)
+    dtype: Literal['float32', 'bfloat16'] = 'float32'  # bfloat16 = bf16 autocast over fp32 master weights
     tokenizer: Optional[str] = None         # tokenizer dir or hub id; None = the checkpoint's (with `path`) or the shipped one
     trust_remote_code: bool = False         # allow checkpoint-supplied modelling code (LLaDA needs it)
 

@@ -17,10 +17,10 @@ logger = logging.getLogger(__name__)
 # %% auto 0
 __all__ = ['logger', 'PAD', 'EOS', 'MASK', 'END', 'ROLE_TOKENS', 'ROLES', 'SPECIAL_TOKENS', 'CHAT_TEMPLATE', 'WORDS', 'TASKS',
            'MIXES', 'SPLITS', 'DEFAULT_SIZES', 'task_examples', 'builtin_examples', 'task_answer', 'tokenizer_corpus',
-           'build_tokenizer', 'asset_dir', 'ensure_chat_tokens', 'load_tokenizer', 'validate_messages',
-           'pair_to_messages', 'as_messages', 'keep_last_run', 'tokenize_example', 'highlight_supervised',
-           'plot_token_strip', 'DataError', 'read_json_rows', 'apply_overlong', 'load_sft_dataset', 'length_stats',
-           'main']
+           'build_tokenizer', 'asset_dir', 'has_generation_tags', 'ensure_chat_tokens', 'load_tokenizer',
+           'validate_messages', 'pair_to_messages', 'as_messages', 'keep_last_run', 'rendered_assistant_mask',
+           'tokenize_example', 'highlight_supervised', 'plot_token_strip', 'DataError', 'read_json_rows',
+           'apply_overlong', 'load_sft_dataset', 'length_stats', 'main']
 
 # %% ../nbs/01_data.ipynb
 PAD, EOS, MASK, END = '<|pad|>', '<|endoftext|>', '<|mask|>', '<|end|>'
@@ -159,10 +159,16 @@ def asset_dir() -> Path:
     "Folder of the tokenizer shipped with the package."
     return Path(str(files('dllm_nb') / 'assets' / 'tokenizer'))
 
+_GENERATION_TAG = re.compile(r'{%-?\s*generation\s*-?%}')
+
+def has_generation_tags(template: str | None) -> bool:
+    "Whether a chat template has a `{% generation %}` tag (not just the word, as in `add_generation_prompt`)."
+    return bool(_GENERATION_TAG.search(template or ''))
+
 def ensure_chat_tokens(tok: PreTrainedTokenizerFast, chat_template: str | None = None) -> PreTrainedTokenizerFast:
-    "Give `tok` pad and mask tokens and a chat template with `{% generation %}`, adding (and logging) what is missing."
-    added = {k: v for k, v in dict(pad_token=PAD, eos_token=EOS, mask_token=MASK).items() if getattr(tok, k) is None}
-    if chat_template is None and 'generation' not in (tok.chat_template or ''): chat_template = CHAT_TEMPLATE
+    "Give `tok` pad and EOS tokens and a chat template: `chat_template`, else its own, else `CHAT_TEMPLATE`."
+    added = {k: v for k, v in dict(pad_token=PAD, eos_token=EOS).items() if getattr(tok, k) is None}
+    if chat_template is None and not tok.chat_template: chat_template = CHAT_TEMPLATE
     if chat_template == CHAT_TEMPLATE:
         roles = [t for t in [*ROLE_TOKENS.values(), END] if t not in tok.get_vocab()]
         if roles: tok.add_special_tokens({'additional_special_tokens': roles}); added['roles'] = roles
@@ -173,7 +179,10 @@ def ensure_chat_tokens(tok: PreTrainedTokenizerFast, chat_template: str | None =
     return tok
 
 def load_tokenizer(path: str | Path | None = None, chat_template: str | None = None) -> PreTrainedTokenizerFast:
-    "The shipped tokenizer (`path=None`), or one from a local dir / hub id made ready for dLLM SFT."
+    "The shipped tokenizer (`path=None`), or one from a local dir / hub id / `.gguf` file made ready for dLLM SFT."
+    if path is not None and str(path).endswith('.gguf'):
+        from dllm_nb.models import gguf_to_hf   # converted once, cached: the tokenizer comes with the weights
+        path = gguf_to_hf(path)
     return ensure_chat_tokens(AutoTokenizer.from_pretrained(str(path or asset_dir())), chat_template)
 
 # %% ../nbs/01_data.ipynb
@@ -227,17 +236,39 @@ def keep_last_run(mask: list[int]) -> list[int]:
     while start > 0 and mask[start - 1]: start -= 1
     return [int(start <= i <= on[-1]) for i in range(len(mask))]
 
+def _render(tokenizer, msgs: list[dict], prompt: bool) -> list[int]:
+    enc = tokenizer.apply_chat_template(msgs, tokenize=True, return_dict=True, add_generation_prompt=prompt)
+    return list(enc['input_ids'])
+
+def rendered_assistant_mask(msgs: list[dict], tokenizer, index: int | None = None) -> tuple[list[int], list[int]]:
+    "`(input_ids, assistant_mask)` for a template without generation tags: a reply is what rendering it adds to its prompt."
+    ids = _render(tokenizer, msgs, False); mask = [0] * len(ids)
+    for i, m in enumerate(msgs):
+        if m['role'] != 'assistant': continue
+        prompt, upto = _render(tokenizer, msgs[:i], True), _render(tokenizer, msgs[:i + 1], False)
+        if upto != ids[:len(upto)] or prompt != upto[:len(prompt)]:
+            raise ValueError(f"{_where(index)}: rendering messages[:{i}] with add_generation_prompt=True is not a token prefix "
+                             f"of the conversation, so its assistant reply cannot be located; pass a chat template with "
+                             "{% generation %} tags around the reply (load_tokenizer(path, chat_template=...))")
+        reply = upto[len(prompt):]   # reply + the template's closing tokens: keep up to its last EOS (ChatML: drop the '\n')
+        n = len(reply) - reply[::-1].index(tokenizer.eos_token_id) if tokenizer.eos_token_id in reply else len(reply)
+        mask[len(prompt):len(prompt) + n] = [1] * n
+    return ids, mask
+
 def tokenize_example(messages, tokenizer: PreTrainedTokenizerFast, mask_history: bool = False,
                      index: int | None = None) -> dict:
     "Unshifted `input_ids`, `loss_mask` (assistant content + EOS) and `attention_mask` of one conversation."
     msgs = as_messages(messages, index)
-    enc = tokenizer.apply_chat_template(msgs, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
-    ids, loss_mask = list(enc['input_ids']), [int(m) for m in enc['assistant_masks']]
+    if has_generation_tags(tokenizer.chat_template):
+        enc = tokenizer.apply_chat_template(msgs, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
+        ids, loss_mask = list(enc['input_ids']), [int(m) for m in enc['assistant_masks']]
+    else: ids, loss_mask = rendered_assistant_mask(msgs, tokenizer, index)
     if not any(loss_mask):
         raise ValueError(f"{_where(index)}: the chat template marked no assistant tokens; it needs "
                          "{% generation %} around the assistant content (see CHAT_TEMPLATE)")
     if mask_history: loss_mask = keep_last_run(loss_mask)
-    return dict(input_ids=ids, loss_mask=loss_mask, attention_mask=[1] * len(ids))
+    end = max(i for i, m in enumerate(loss_mask) if m) + 1   # drop template tokens after the last reply (ChatML's '\n')
+    return dict(input_ids=ids[:end], loss_mask=loss_mask[:end], attention_mask=[1] * end)
 
 # %% ../nbs/01_data.ipynb
 def highlight_supervised(input_ids, loss_mask, tokenizer, brackets: str = '[]') -> str:

@@ -19,11 +19,11 @@ from .models import (DLLM_CONFIG_NAME, BlockDiffusionLM, EncoderState, MaskedDif
                             model_attention_mask)
 
 # %% auto 0
-__all__ = ['Prompts', 'STATES', 'NOISE', 'NEW', 'STABLE', 'ABSENT', 'STATE_COLORS', 'MODEL_CLASSES', 'encode_prompts',
-           'row_seeds', 'block_generators', 'right_pad', 'predict_tokens', 'transfer_schedule', 'select_transfer',
-           'Trajectory', 'GenerationOutput', 'generate_mdlm', 'CachedContext', 'ReencodeContext', 'keep_schedule',
-           'denoise_block', 'generate_block_diffusion', 'plot_trajectory', 'generate', 'saved_block_size',
-           'load_checkpoint', 'check_prompt_lengths', 'main']
+__all__ = ['Prompts', 'STATES', 'NOISE', 'NEW', 'STABLE', 'ABSENT', 'STATE_COLORS', 'MODEL_CLASSES', 'DEFAULT_MAX_NEW_TOKENS',
+           'encode_prompts', 'row_seeds', 'block_generators', 'right_pad', 'predict_tokens', 'transfer_schedule',
+           'select_transfer', 'Trajectory', 'GenerationOutput', 'generate_mdlm', 'CachedContext', 'ReencodeContext',
+           'keep_schedule', 'denoise_block', 'generate_block_diffusion', 'plot_trajectory', 'generate', 'saved_run',
+           'saved_block_size', 'load_checkpoint', 'check_prompt_lengths', 'main']
 
 # %% ../nbs/12_generate.ipynb
 Prompts = Union[Sequence[Sequence[int]], Sequence[str]]
@@ -384,9 +384,15 @@ def generate(model: nn.Module, prompts: Prompts, tokenizer=None, max_new_tokens:
 
 MODEL_CLASSES = dict(MaskedDiffusionLM=MaskedDiffusionLM, BlockDiffusionLM=BlockDiffusionLM)
 
+def saved_run(path) -> dict:
+    "The `run` record of a `final/` folder's `dllm_config.json` (mode, block size, mask token, sampler defaults), or `{}`."
+    f = Path(path) / DLLM_CONFIG_NAME
+    return json.loads(f.read_text()).get('run', {}) if f.exists() else {}
+
 def saved_block_size(path) -> Optional[int]:
-    "`dllm.block_size` of a training `config.yaml` in `path` or its parent, if there is one."
+    "The training block size: from `dllm_config.json` (self-describing `final/`), else a `config.yaml` in `path` or its parent."
     from dllm_nb.config import load_config
+    if 'block_size' in (run := saved_run(path)): return run['block_size']
     for f in (Path(path) / 'config.yaml', Path(path).parent / 'config.yaml'):
         if f.exists(): return load_config(f).dllm.block_size
     return None
@@ -404,6 +410,8 @@ def load_checkpoint(path, device=None, attn_implementation: str = 'sdpa'):
     if kind not in classes: raise ValueError(f"{path}: unknown model_class {kind!r}; known: {sorted(classes)}.")
     model = classes[kind].from_pretrained(path, attn_implementation).to(device or 'cpu').eval()
     tokenizer = load_tokenizer(path if (path / 'tokenizer.json').exists() or (path / 'tokenizer_config.json').exists() else None)
+    if (mask := saved_run(path).get('mask_token')) and tokenizer.mask_token != mask:
+        tokenizer.add_special_tokens({'mask_token': mask})    # the mask token the model was trained with
     return model, tokenizer
 
 # %% ../nbs/12_generate.ipynb
@@ -417,6 +425,8 @@ def check_prompt_lengths(prompts, tokenizer, model, max_new_tokens: int, chat: b
                              f"{len(ids) + max_new_tokens} > the model's {limit} positions; shorten the prompt or lower "
                              "--max-new-tokens")
 
+DEFAULT_MAX_NEW_TOKENS = 48   # fits the built-in tasks' answers; a final/ folder's own default comes first
+
 def _read_prompts(args) -> list[str]:
     prompts = list(args.prompt or [])
     if args.prompts_file: prompts += [l for l in Path(args.prompts_file).read_text().splitlines() if l.strip()]
@@ -428,7 +438,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument('--checkpoint', required=True, help='folder written by save_pretrained')
     ap.add_argument('--prompt', action='append', help='a prompt (repeatable)')
     ap.add_argument('--prompts-file', help='text file, one prompt per line')
-    ap.add_argument('--max-new-tokens', type=int, default=48, help='tokens to generate per prompt (48 fits the built-in tasks)')
+    ap.add_argument('--max-new-tokens', type=int, default=None, help="tokens per prompt; default: the checkpoint's, else 48")
     ap.add_argument('--steps', type=int, default=None, help='MDLM: total steps; block diffusion: steps per block')
     ap.add_argument('--block-size', type=int, default=None, help='default: the training block size (else 8 / 4)')
     ap.add_argument('--temperature', type=float, default=0.0, help='0 = greedy')
@@ -448,10 +458,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = _parser().parse_args(argv)
     hf_logging.disable_progress_bar()
     prompts = _read_prompts(args)
+    max_new = args.max_new_tokens or saved_run(args.checkpoint).get('sampler', {}).get('max_new_tokens', DEFAULT_MAX_NEW_TOKENS)
     if args.speculative: from dllm_nb.dflash import speculative_cli; return speculative_cli(args, prompts)
     try:
         model, tok = load_checkpoint(args.checkpoint, args.device or default_device())
-        check_prompt_lengths(prompts, tok, model, args.max_new_tokens, chat=not args.raw)
+        check_prompt_lengths(prompts, tok, model, max_new, chat=not args.raw)
     except Exception as e:                                             # one line; the traceback with DLLM_NB_DEBUG=1
         if os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0'): raise
         why = (str(e) if isinstance(e, (FileNotFoundError, ValueError)) else f"{args.checkpoint} cannot be loaded "
@@ -464,7 +475,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     starts = range(0, len(prompts), args.batch_size)
     for s in _progress(starts, len(starts) > 1, 'batches'):
         batch = prompts[s:s + args.batch_size]
-        out = generate(model, batch, tok, args.max_new_tokens, args.steps, block_size, seeds=args.seed + s, **kw)
+        out = generate(model, batch, tok, max_new, args.steps, block_size, seeds=args.seed + s, **kw)
         for p, ids in zip(batch, out.sequences): print(f"{p} -> {tok.decode(ids)}", flush=True)
     return 0
 

@@ -10,7 +10,8 @@ import torch
 from .config import ConfigError, config_help, load_config, save_config
 
 # %% auto 0
-__all__ = ['parse_args', 'list_keys', 'resume_command', 'export_final', 'summarize', 'report_builtin', 'main']
+__all__ = ['parse_args', 'list_keys', 'resume_command', 'run_metadata', 'model_card', 'export_final', 'summarize',
+           'report_builtin', 'main']
 
 # %% ../nbs/11_train.ipynb
 def parse_args(argv=None) -> argparse.Namespace:
@@ -45,17 +46,60 @@ def resume_command(argv=None) -> str:
     return shlex.join(head + out + ['train.resume=auto'])
 
 # %% ../nbs/11_train.ipynb
+def run_metadata(trainer, mask_token_id) -> dict:
+    "What `final/dllm_config.json` records under `run`: how the model was trained and the sampler defaults to use."
+    cfg, d = trainer.cfg, trainer.cfg.dllm
+    longest = max((sum(m) for m in trainer.train_ds['loss_mask']), default=32)    # longest supervised reply + EOS
+    bs = d.block_size if d.mode != 'mdlm' else 8
+    return dict(mode=d.mode, block_size=d.block_size, mask_token=d.mask_token if mask_token_id is not None else None,
+                mask_token_id=mask_token_id, self_conditioning=d.mode == 'block_diffusion' and d.self_conditioning,
+                base_model=cfg.model.path, dataset=cfg.data.dataset, steps_trained=cfg.train.max_steps,
+                sampler=dict(max_new_tokens=-(-longest // bs) * bs, block_size=d.block_size, steps=None, temperature=0.0))
+
+def model_card(out_dir: Path, run: dict) -> str:
+    "A short README.md for `final/`: what it is and the exact command that samples it."
+    plain = ("its causal encoder was trained with a next-token loss, so plain `generate` also works left to right"
+             if run['mode'] == 'block_diffusion' else
+             "the backbone was trained bidirectional (`is_causal: false` in config.json), so left-to-right `generate` "
+             "is not how it samples: use the dllm_nb sampler")
+    mask = (f"mask token {run['mask_token']!r} = id {run['mask_token_id']}" if run['mask_token_id'] is not None else
+            "no mask token: corrupted with random tokens")
+    return f"""# dllm_nb {run['mode']} checkpoint
+
+A diffusion LM fine-tuned with [dllm_nb](https://github.com/dllm-nb/dllm_nb) in mode `{run['mode']}` (block size {run['block_size']},
+{mask}) from `{run['base_model'] or 'a from-scratch model'}` on `{run['dataset']}` for {run['steps_trained']} steps. `dllm_config.json` holds these settings and the sampler defaults.
+
+Sample it (nothing else is needed):
+
+```bash
+python -m dllm_nb.generate --checkpoint {out_dir.resolve()} --prompt "What is 12 + 30?"
+```
+
+Plain transformers: `AutoModelForCausalLM.from_pretrained("{out_dir.resolve()}")` loads the backbone with the
+tokenizer's bos/eos/pad ids in `config.json` and `generation_config.json`; {plain}.
+"""
+
 def export_final(trainer, out_dir: str | Path):
-    "Consolidate the trained model (gathering FSDP shards), save it with the tokenizer; rank 0 returns the model."
+    "Consolidate the trained model (gathering FSDP shards) and write a self-describing `final/`; rank 0 returns the model."
+    import json
     from dllm_nb.distributed import full_state_dict
+    from dllm_nb.models import DLLM_CONFIG_NAME
     from dllm_nb.trainer import build_model
-    out_dir = Path(out_dir)
+    out_dir, tok = Path(out_dir), trainer.tokenizer
     sd = full_state_dict(trainer.model)['model']                       # collective: every rank calls it
     if not trainer.dist.is_main: return None
-    model, _ = build_model(trainer.cfg, trainer.tokenizer)
+    model, mask_id = build_model(trainer.cfg, tok, verbose=False)
     model.load_state_dict(sd)
-    model.save_pretrained(out_dir)
-    trainer.tokenizer.save_pretrained(out_dir)
+    bb = getattr(model, 'backbone', None)                              # None: a DFlash drafter (its own config format)
+    for c in (bb.config, bb.generation_config) if bb is not None else ():  # HF ids = the tokenizer's: plain generate stops right
+        for k in ('bos_token_id', 'eos_token_id', 'pad_token_id'): setattr(c, k, getattr(tok, k))
+    model.save_pretrained(out_dir)                                     # weights + tokenizer only: optimizer state stays in checkpoints/
+    tok.save_pretrained(out_dir)
+    if bb is None: return model.eval()
+    run = run_metadata(trainer, mask_id)
+    meta = json.loads((out_dir / DLLM_CONFIG_NAME).read_text())
+    (out_dir / DLLM_CONFIG_NAME).write_text(json.dumps({**meta, 'run': run}, indent=2))
+    (out_dir / 'README.md').write_text(model_card(out_dir, run))
     return model.eval()
 
 # %% ../nbs/11_train.ipynb

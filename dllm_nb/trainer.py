@@ -184,8 +184,8 @@ def load_checkpoint(path: str | Path, model, optimizer) -> dict:
     return torch.load(Path(path) / 'trainer_state.pt', weights_only=False)
 
 # %% ../nbs/09_trainer.ipynb
-def build_model(cfg, tokenizer):
-    "`(model, mask_token_id)` for `cfg` (a `dllm_nb.config.Config`): backbone + mode wrapper, fp32 weights."
+def build_model(cfg, tokenizer, verbose: bool = True):
+    "`(model, mask_token_id)` for `cfg` (a `dllm_nb.config.Config`): backbone + mode wrapper, fp32 (master) weights."
     from dllm_nb.models import BlockDiffusionLM, MaskedDiffusionLM, add_mask_token, build_backbone, tiny_config
     m, d = cfg.model, cfg.dllm
     if d.mode == 'dflash': from dllm_nb.dflash import build_dflash_model; return build_dflash_model(cfg, tokenizer)
@@ -194,13 +194,17 @@ def build_model(cfg, tokenizer):
                            num_layers=m.num_layers, num_heads=m.num_heads, num_kv_heads=m.num_kv_heads,
                            intermediate_size=m.intermediate_size or 3 * m.hidden_size)
         backbone = build_backbone(conf, attn_implementation=m.attn_implementation)
-    else:
+    else:   # a local folder, a hub id or a .gguf file (converted once, cached)
         backbone = build_backbone(m.path, attn_implementation=m.attn_implementation, trust_remote_code=m.trust_remote_code)
     if len(tokenizer) > backbone.get_input_embeddings().num_embeddings:   # tokens the tokenizer gained (pad, roles)
         backbone.resize_token_embeddings(len(tokenizer))
-    if d.mode == 'block_diffusion':
+    if d.mode == 'block_diffusion':   # corrupts with random tokens: no mask token, no resize
         return BlockDiffusionLM(backbone, self_conditioning=d.self_conditioning), None
+    n_vocab = len(tokenizer)
     mask_id = add_mask_token(backbone, tokenizer, d.mask_token)
+    if verbose and int(os.environ.get('RANK', 0)) == 0:
+        how = f'added (vocabulary {n_vocab} -> {len(tokenizer)})' if len(tokenizer) > n_vocab else 'already in the vocabulary'
+        print(f'mask token {d.mask_token!r} = id {mask_id}, {how}')
     if d.mode == 'idlm':
         from dllm_nb.idlm import IntrospectiveDiffusionLM
         return IntrospectiveDiffusionLM(backbone, block_size=d.block_size), mask_id

@@ -184,8 +184,8 @@ def test_generate_truncated_final_says_so(tiny_export, tmp_path, capsys):
 def test_generate_default_max_new_tokens_fits_builtin_answers(tok):
     "The longest built-in response (worked steps + answer + EOS) fits the CLI's default --max-new-tokens."
     from dllm_nb.data import TASKS, task_examples
-    from dllm_nb.generate import _parser
-    n = _parser().parse_args(['--checkpoint', 'x']).max_new_tokens
+    from dllm_nb.generate import DEFAULT_MAX_NEW_TOKENS, _parser
+    n = _parser().parse_args(['--checkpoint', 'x']).max_new_tokens or DEFAULT_MAX_NEW_TOKENS   # no final/ run record
     longest = max(len(tok(e['messages'][1]['content'])['input_ids']) + 1 for t in TASKS for e in task_examples(t, 'test'))
     assert longest <= n, (longest, n)
 
