@@ -1,18 +1,19 @@
 """Does it learn? (not a timed test): `python bench/learns.py [--config configs/default.yaml] [--seeds 3] [--n 50]`.
 
-Trains the config three ways on the built-in tasks, single process, on the same data order, once per seed
+Trains the config four ways on the built-in tasks, single process, on the same data order, once per seed
 (`--seeds N` from `--first-seed`; the config's `seed` = model init, data order and noise):
   * `mdlm`            - `dllm_nb.trainer.Trainer(cfg).fit()` with `dllm.mode=mdlm` (use `--config configs/mdlm_cpu.yaml`
                         for the mdlm recipe that learns at this scale: AR warm-up + shifted logits);
   * `block_diffusion` - the same with `dllm.mode=block_diffusion` (the default);
+  * `idlm`            - the same with `dllm.mode=idlm` (08b_idlm: decoded with the cached I-DLM sampler, anchor + drafts);
   * `autoregressive`  - the same backbone config, same batches (`GlobalBatchSampler`), optimizer, schedule, clipping
                         and step count, trained with the plain causal next-token loss on the response
                         (`dllm_nb.loss.ar_loss`), decoded greedily.
 Then prints one table: mode, task, median and worst test exact match over the seeds (`dllm_nb.eval.exact_match`,
 first `--n` test examples), steps, median seconds and validation loss. Sampling uses `dllm_nb.eval.sampler_settings`
 (the same as `python -m dllm_nb.train`'s report): a fixed `dllm.response_canvas` canvas with EOS stopping, blocks of
-`dllm.block_size`, one step per token, greedy; it never reads the reference answers. Extra `key=value` arguments
-override the config (e.g. `train.lr=1e-3`); `--modes` runs a subset, e.g.
+`dllm.block_size`, one step per token (I-DLM: `block_size` drafts per pass), greedy; it never reads the reference
+answers. Extra `key=value` arguments override the config (e.g. `train.lr=1e-3`); `--modes` runs a subset, e.g.
 `--modes block_diffusion dllm.scored_blocks=one` for the reference's one-scored-block objective; `--json FILE` appends
 one line per run.
 """
@@ -26,7 +27,7 @@ from dllm_nb.loss import ar_loss, ar_pair_count, ar_pair_mask
 from dllm_nb.trainer import Trainer, lr_factor
 
 TASKS = ('addition', 'reverse')
-MODES = ('mdlm', 'block_diffusion', 'autoregressive')
+MODES = ('mdlm', 'block_diffusion', 'idlm', 'autoregressive')
 
 
 def train_autoregressive(cfg, tr: Trainer):

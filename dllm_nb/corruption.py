@@ -65,7 +65,7 @@ def corrupt_uniform(input_ids: Tensor, loss_mask: Tensor, mask_token_id: int, ep
 
 # %% ../nbs/04_corruption.ipynb
 def late_bias_logits(block_size: int, half_life_ratio: float | None = 0.25) -> Tensor:
-    "Log-weights `[block_size]`: `log w_j = -(block_size-1-j) ln2 / h`, `h = half_life_ratio*block_size` (None: flat)."
+    "Log-weights `[block_size]` at level 0: `log w_j = -(block_size-1-j) ln2 / h`, `h = half_life_ratio*block_size` (None: flat)."
     if half_life_ratio is None or math.isinf(half_life_ratio): return torch.zeros(block_size)
     if not half_life_ratio > 0:
         raise ValueError(f"half_life_ratio={half_life_ratio} must be > 0 (or None for no late-position bias).")
@@ -91,7 +91,7 @@ def _block_levels(m, u0: Tensor, eps: float) -> Tensor:
 def corrupt_blockwise(input_ids: Tensor, loss_mask: Tensor, mask_token_id: int, block_size: int, eps: float = 1e-3,
                       half_life_ratio: float | None = 0.25, generator: Generators = None,
                       m: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
-    "Per block mask exactly `round(m n)` of its `n` supervised tokens, late-biased Gumbel top-k; `p_mask = m`."
+    "Per block mask exactly `round(m n)` of its `n` supervised tokens, Gumbel top-k with a `(1-m)`-faded late bias; `p_mask = m`."
     sup = _check(input_ids, loss_mask, eps)
     if not (isinstance(block_size, int) and block_size >= 1): raise ValueError(f"block_size={block_size} must be an int >= 1.")
     B, T = input_ids.shape
@@ -101,7 +101,8 @@ def corrupt_blockwise(input_ids: Tensor, loss_mask: Tensor, mask_token_id: int, 
     supb = _to_blocks(sup, nb, block_size, False)                                 # [B, nb, bs]
     k = torch.floor(m * supb.sum(-1) + 0.5).long()                                # [B, nb]
     gumbel = -torch.log(-torch.log(u[..., 1:].clamp(1e-20, 1 - 1e-7)))
-    score = torch.where(supb, late_bias_logits(block_size, half_life_ratio).to(dev) + gumbel, -math.inf)
+    bias = late_bias_logits(block_size, half_life_ratio).to(dev) * (1 - m[..., None])    # [B, nb, bs]: fades as m -> 1
+    score = torch.where(supb, bias + gumbel, -math.inf)
     rank = score.argsort(-1, descending=True).argsort(-1)                         # 0 = picked first
     noise_mask = ((rank < k[..., None]) & supb).reshape(B, nb * block_size)[:, :T]
     noisy = torch.where(noise_mask, torch.as_tensor(mask_token_id, dtype=input_ids.dtype), input_ids)

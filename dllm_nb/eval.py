@@ -4,7 +4,7 @@
 
 # %% ../nbs/13_eval.ipynb 2
 from __future__ import annotations
-import argparse
+import argparse, os, sys
 from typing import Callable, Optional, Sequence
 import torch
 import torch.nn.functional as F
@@ -12,7 +12,7 @@ from fastcore.imports import IN_NOTEBOOK
 from torch import Tensor, nn
 from .core import row_generators
 from .corruption import corrupt_uniform_random, sample_t
-from .data import task_answer, task_examples, tokenize_example
+from .data import TASKS, task_answer, task_examples, tokenize_example
 from .generate import _progress, encode_prompts, generate, right_pad
 from .masks import build_batched_block_mask, build_encoder_mask
 from .models import BlockDiffusionLM, MaskedDiffusionLM, canvas_position_ids
@@ -137,8 +137,9 @@ def block_diffusion_losses(model: BlockDiffusionLM, input_ids: Tensor, loss_mask
 # %% ../nbs/13_eval.ipynb
 def task_likelihood(model: nn.Module, tokenizer, task: str, split: str = 'test', n: Optional[int] = None,
                     seed: int = 0, block_size: int = 4, n_samples: int = 8, batch_size: int = 32) -> dict:
-    "Per-token likelihood numbers on a task split: `nll_bound` (MDLM) or the three block-diffusion numbers."
+    "Per-token likelihood numbers on a task split: `nll_bound` (MDLM), the three block-diffusion numbers, or I-DLM's two CEs."
     from dllm_nb.collate import DLLMCollator
+    from dllm_nb.idlm import IntrospectiveDiffusionLM, idlm_losses   # 08b_idlm: I-DLM's deterministic CEs
     examples = [tokenize_example(ex['messages'], tokenizer) for ex in task_examples(task, split, seed)[:n]]
     bd = isinstance(model, BlockDiffusionLM)
     coll = DLLMCollator(tokenizer.pad_token_id, tokenizer.eos_token_id, block_size if bd else None, response_window=bd)
@@ -146,7 +147,9 @@ def task_likelihood(model: nn.Module, tokenizer, task: str, split: str = 'test',
     for s in range(0, len(examples), batch_size):
         b = {k: v.to(device) for k, v in coll(examples[s:s + batch_size]).items() if torch.is_tensor(v)}
         seeds = range(seed + s, seed + s + len(b['input_ids']))
-        if bd: r = block_diffusion_losses(model, b['input_ids'], b['loss_mask'], block_size, b['attention_mask'], n_samples, seeds)
+        if isinstance(model, IntrospectiveDiffusionLM):
+            r = idlm_losses(model, b['input_ids'], b['loss_mask'], b['attention_mask'], tokenizer.mask_token_id)
+        elif bd: r = block_diffusion_losses(model, b['input_ids'], b['loss_mask'], block_size, b['attention_mask'], n_samples, seeds)
         else:
             r = mdlm_nll_bound(model, b['input_ids'], b['loss_mask'], tokenizer.mask_token_id, b['attention_mask'], n_samples, seeds)
             r = dict(nll_bound=r['per_token'], n_tokens=r['n_tokens'])
@@ -157,9 +160,11 @@ def task_likelihood(model: nn.Module, tokenizer, task: str, split: str = 'test',
 
 # %% ../nbs/13_eval.ipynb
 def _saved_canvas(path) -> int:
-    "`dllm.response_canvas` of the run's `config.yaml` (in `path` or its parent), else the default."
+    "The checkpoint's own sampler canvas (`final/dllm_config.json`), else the run's `dllm.response_canvas`, else the default."
     from pathlib import Path
     from dllm_nb.config import DLLMConfig, load_config
+    from dllm_nb.generate import saved_run
+    if (mnt := saved_run(path).get('sampler', {}).get('max_new_tokens')): return mnt
     for f in (Path(path) / 'config.yaml', Path(path).parent / 'config.yaml'):
         if f.exists(): return load_config(f).dllm.response_canvas
     return DLLMConfig().response_canvas
@@ -170,7 +175,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     from dllm_nb.generate import load_checkpoint, saved_block_size
     from transformers.utils import logging as hf_logging
     ap = argparse.ArgumentParser(prog='python -m dllm_nb.eval', description='Evaluate a dllm_nb checkpoint.')
-    ap.add_argument('--checkpoint', required=True); ap.add_argument('--task', required=True, help='addition | reverse')
+    ap.add_argument('--checkpoint', required=True)
+    ap.add_argument('--task', required=True, choices=sorted(TASKS), help='built-in task (checked before the model loads)')
     ap.add_argument('--split', default='test'); ap.add_argument('--n', type=int, default=None, help='first N examples')
     ap.add_argument('--max-new-tokens', type=int, default=None, help="default: the run's dllm.response_canvas (40)")
     ap.add_argument('--steps', type=int, default=None, help='MDLM: total steps; block diffusion: steps per block')
@@ -180,7 +186,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument('--device', default=None)
     args = ap.parse_args(argv)
     hf_logging.disable_progress_bar()
-    model, tok = load_checkpoint(args.checkpoint, args.device or default_device())
+    try: model, tok = load_checkpoint(args.checkpoint, args.device or default_device())
+    except (FileNotFoundError, ValueError, OSError) as e:
+        if os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0'): raise
+        print(f'error: {e}', file=sys.stderr); return 2
     bs = args.block_size or saved_block_size(args.checkpoint)
     em = exact_match(model, tok, args.task, args.split, args.n, args.seed, args.batch_size,
                      args.max_new_tokens or _saved_canvas(args.checkpoint),
@@ -193,4 +202,4 @@ def main(argv: Optional[list[str]] = None) -> int:
 
 # %% ../nbs/13_eval.ipynb
 #| eval: false
-if __name__ == '__main__' and not IN_NOTEBOOK: main()  # nbdev's test runner has __name__ == '__main__' too
+if __name__ == '__main__' and not IN_NOTEBOOK: sys.exit(main())  # nbdev's test runner has __name__ == '__main__' too

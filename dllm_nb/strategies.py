@@ -85,7 +85,7 @@ class MDLMStrategy(Strategy):
 
 # %% ../nbs/08_strategies.ipynb
 class HybridStrategy(Strategy):
-    "Blockwise late-biased masking + causal AR co-loss (`ar_loss_alpha`), noise-count normalisation."
+    "Blockwise late-biased masking (uniform when `block_size=None`) + causal AR co-loss, `ar_loss_alpha` on the diffusion term."
     name, normalization_mode = 'hybrid', 'noise'
 
     def __init__(self, block_size: int = 32, half_life_ratio: float = 0.25, ar_loss_alpha: float = 1.0, **kw):
@@ -93,6 +93,7 @@ class HybridStrategy(Strategy):
         self.half_life_ratio, self.ar_loss_alpha = half_life_ratio, ar_loss_alpha
 
     def apply_corruption(self, batch: dict, gens) -> dict:
+        if self.block_size is None: return super().apply_corruption(batch, gens)   # the reference: no blocks -> uniform
         batch['noisy_input_ids'], batch['noise_mask'], batch['p_mask'] = corrupt_blockwise(
             batch['input_ids'], batch['loss_mask'], self.mask_token_id, self.block_size, self.eps,
             self.half_life_ratio, gens)

@@ -14,17 +14,10 @@ __all__ = ['SCORED_BLOCKS', 'response_span', 'select_blocks', 'ResponseWindow', 
 
 # %% ../nbs/06_window.ipynb
 def response_span(loss_mask: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    "`(prefix_len [B], resp_len [B])`: first supervised index and length of each row's single supervised run."
-    sup = loss_mask.bool()
-    resp_len = sup.sum(1)
-    runs = sup[:, :1].long().sum(1) + (sup[:, 1:] & ~sup[:, :-1]).sum(1)
-    if (runs > 1).any():
-        bad = torch.nonzero(runs > 1).flatten().tolist()
-        raise ValueError(f"rows {bad} have {runs[bad].tolist()} separate supervised runs; the response window needs "
-                         "exactly one per row (tokenize with mask_history=True to supervise only the last turn).")
-    first = sup.long().argmax(1)
-    prefix_len = torch.where(resp_len > 0, first, attention_mask.long().sum(1))
-    return prefix_len, resp_len
+    "`(prefix_len [B], resp_len [B])`: first supervised index, and the attended length from there (right-padded rows)."
+    sup, content = loss_mask.bool(), attention_mask.long().sum(1)
+    prefix_len = torch.where(sup.any(1), sup.long().argmax(1), content)
+    return prefix_len, (content - prefix_len).clamp(min=0)
 
 # %% ../nbs/06_window.ipynb
 def select_blocks(resp_len: torch.Tensor, block_size: int, sample_seeds: torch.Tensor) -> torch.Tensor:
@@ -73,11 +66,12 @@ def build_response_window(input_ids, noisy_ids, noise_mask, loss_mask, p_mask, a
     valid = j[None] < resp_len[:, None]
     idx = (prefix_len[:, None] + j[None]).clamp(max=S - 1)
     sel = select_blocks(resp_len, block_size, sample_seeds)
-    scored = valid if scored_blocks == 'all' else valid & (j[None] // block_size == sel[:, None])
+    sup = _gather_rows(loss_mask.bool(), idx, valid, False)                # supervised canvas tokens (pads outside it)
+    scored = sup if scored_blocks == 'all' else sup & (j[None] // block_size == sel[:, None])
     return ResponseWindow(
         canvas_ids=_gather_rows(noisy_ids, idx, valid, pad_id), target_ids=_gather_rows(input_ids, idx, valid, pad_id),
         noise_mask=_gather_rows(noise_mask, idx, valid), p_mask=_gather_rows(p_mask, idx, valid, 1),
-        loss_mask=scored.long(), supervised=valid.long(),
+        loss_mask=scored.long(), supervised=sup.long(),
         decoder_position_ids=prefix_len[:, None] + j[None],
         decoder_mask=build_batched_block_mask(prefix_len, resp_len, S, block_size, sliding_window),
         encoder_mask=build_encoder_mask(attention_mask, sliding_window),

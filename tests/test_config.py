@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PRESETS = sorted((ROOT / 'configs').glob('*.yaml'))
 # world sizes each preset is meant for (CPU presets: 1 and 2 processes; GPU presets: 1 node x 8, 2 nodes x 8)
 WORLDS = {'default': (1, 2), 'mdlm_cpu': (1, 2), 'mdlm_tiny': (1, 2), 'hybrid_tiny': (1, 2), 'llada_sft': (1, 8, 16),
-          'diffusiongemma_sft': (1, 8, 16)}
+          'diffusiongemma_sft': (1, 8, 16), 'smollm2_cpu': (1,)}
 
 
 def test_the_presets_exist():
@@ -78,7 +78,7 @@ def test_all_problems_in_one_error():
     assert len(p) == 7, p
     assert "did you mean 'train.max_steps'" in p[0]
     assert "train.lr='fast' is not a valid float" in p[1]
-    assert "not one of ['mdlm', 'hybrid', 'block_diffusion']" in p[2]
+    assert "not one of ['mdlm', 'hybrid', 'block_diffusion', 'idlm', 'dflash']" in p[2]
     assert "'model' is a section" in p[3]
     assert 'not key=value' in p[4]
     assert any('seed=-1' in x for x in p) and any('micro_batch_size * world_size = 3 * 1' in x for x in p)

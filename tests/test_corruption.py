@@ -112,13 +112,13 @@ def test_late_position_bias_measured():
     freq = corrupt_blockwise(x, lm, MASK, L, EPS, 0.25, torch.Generator().manual_seed(0))[1].float()
     per_offset = freq.view(n, 2, L).mean((0, 1))
     assert (per_offset.diff() > 0).all(), per_offset
-    assert per_offset[-1] > 2 * per_offset[0], per_offset
+    assert per_offset[-1] > 1.5 * per_offset[0], per_offset   # faded bias (1 - m), averaged over drawn m: about 1.7x
     flat = corrupt_blockwise(x, lm, MASK, L, EPS, None, torch.Generator().manual_seed(0))[1].float()
     flat = flat.view(n, 2, L).mean((0, 1))
     assert (flat - flat.mean()).abs().max() < 0.04, flat
     # k=1: the single pick follows w / sum(w) (Plackett-Luce first choice).
     first = corrupt_blockwise(x, lm, MASK, L, EPS, 0.25, torch.Generator().manual_seed(1), m=torch.full((n,), 1 / L))[1]
-    w = late_bias_logits(L, 0.25).exp()
+    w = (late_bias_logits(L, 0.25) * (1 - 1 / L)).exp()             # the bias fades with the level: lambda (1 - m) j
     assert torch.allclose(first.float().view(n, 2, L).mean((0, 1)), w / w.sum(), atol=0.025)
 
 

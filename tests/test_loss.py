@@ -41,7 +41,7 @@ def all_losses(d, sl, dens):
     pairs = ar_pair_mask(attn)
     return dict(
         mdlm=mdlm_loss(lg, x0, noise, lm, p, dens['sup']),
-        hybrid=hybrid_loss(lg, x0, noise, lm, p, dens['noise'], dens['sup'], ar_loss_alpha=0.3),
+        hybrid=hybrid_loss(lg, x0, noise, lm, p, dens['noise'], dens['sup'], ar_loss_alpha=0.3, ar_logits=lg),
         bd=block_diffusion_loss(lg, x0, lm, dens['sup'], lg, x0, pairs, dens['pairs'], encoder_loss_weight=0.5),
         ar=ar_loss(lg, x0, pairs, dens['pairs']))
 
@@ -67,7 +67,8 @@ def test_matches_explicit_reference(d):
     out = all_losses(d, slice(None), global_dens(d))
     tol = dict(rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(out['mdlm'].loss.double(), diff / n_sup, **tol)
-    torch.testing.assert_close(out['hybrid'].dllm_loss.double(), diff / n_noise, **tol)
+    torch.testing.assert_close(out['hybrid'].dllm_loss.double(), 0.3 * diff / n_noise, **tol)
+    torch.testing.assert_close(out['hybrid'].loss, out['hybrid'].dllm_loss + out['hybrid'].ar_loss)  # alpha * D + A
     torch.testing.assert_close(out['bd'].dllm_loss.double(), flat / n_sup, **tol)
     torch.testing.assert_close(out['ar'].loss.double(), ar / n_pairs, **tol)
     torch.testing.assert_close(out['bd'].loss, out['bd'].dllm_loss + 0.5 * out['bd'].ar_loss)

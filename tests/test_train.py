@@ -34,7 +34,7 @@ def test_split_invariance_across_processes(tmp_path):
     run([sys.executable, script, str(tmp_path / 'b.pt'), '2'])
     run(TORCHRUN + [script, str(tmp_path / 'c.pt'), '2'])
     a, b, c = (torch.load(tmp_path / f'{k}.pt') for k in 'abc')
-    for mode in ('mdlm', 'hybrid', 'block_diffusion'):
+    for mode in ('mdlm', 'hybrid', 'block_diffusion', 'idlm'):
         for other in (b, c):
             assert other[mode]['num_diffusion'] == a[mode]['num_diffusion'], mode
             assert abs(other[mode]['loss'] - a[mode]['loss']) <= 1e-5 * abs(a[mode]['loss']), mode
