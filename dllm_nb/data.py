@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_data.ipynb 2
 from __future__ import annotations
-import argparse, logging, random, re
+import argparse, json, logging, random, re
 from importlib.resources import files
 from pathlib import Path
 from datasets import Dataset, disable_progress_bars, load_dataset
@@ -17,9 +17,10 @@ logger = logging.getLogger(__name__)
 # %% auto 0
 __all__ = ['logger', 'PAD', 'EOS', 'MASK', 'END', 'ROLE_TOKENS', 'ROLES', 'SPECIAL_TOKENS', 'CHAT_TEMPLATE', 'WORDS', 'TASKS',
            'MIXES', 'SPLITS', 'DEFAULT_SIZES', 'task_examples', 'builtin_examples', 'task_answer', 'tokenizer_corpus',
-           'build_tokenizer', 'asset_dir', 'ensure_chat_tokens', 'load_tokenizer', 'validate_messages',
-           'pair_to_messages', 'as_messages', 'keep_last_run', 'tokenize_example', 'highlight_supervised',
-           'plot_token_strip', 'apply_overlong', 'load_sft_dataset', 'length_stats', 'main']
+           'build_tokenizer', 'asset_dir', 'has_generation_tags', 'ensure_chat_tokens', 'load_tokenizer',
+           'validate_messages', 'pair_to_messages', 'as_messages', 'keep_last_run', 'rendered_assistant_mask',
+           'tokenize_example', 'highlight_supervised', 'plot_token_strip', 'DataError', 'read_json_rows',
+           'apply_overlong', 'load_sft_dataset', 'length_stats', 'main']
 
 # %% ../nbs/01_data.ipynb
 PAD, EOS, MASK, END = '<|pad|>', '<|endoftext|>', '<|mask|>', '<|end|>'
@@ -158,10 +159,16 @@ def asset_dir() -> Path:
     "Folder of the tokenizer shipped with the package."
     return Path(str(files('dllm_nb') / 'assets' / 'tokenizer'))
 
+_GENERATION_TAG = re.compile(r'{%-?\s*generation\s*-?%}')
+
+def has_generation_tags(template: str | None) -> bool:
+    "Whether a chat template has a `{% generation %}` tag (not just the word, as in `add_generation_prompt`)."
+    return bool(_GENERATION_TAG.search(template or ''))
+
 def ensure_chat_tokens(tok: PreTrainedTokenizerFast, chat_template: str | None = None) -> PreTrainedTokenizerFast:
-    "Give `tok` pad and mask tokens and a chat template with `{% generation %}`, adding (and logging) what is missing."
-    added = {k: v for k, v in dict(pad_token=PAD, eos_token=EOS, mask_token=MASK).items() if getattr(tok, k) is None}
-    if chat_template is None and 'generation' not in (tok.chat_template or ''): chat_template = CHAT_TEMPLATE
+    "Give `tok` pad and EOS tokens and a chat template: `chat_template`, else its own, else `CHAT_TEMPLATE`."
+    added = {k: v for k, v in dict(pad_token=PAD, eos_token=EOS).items() if getattr(tok, k) is None}
+    if chat_template is None and not tok.chat_template: chat_template = CHAT_TEMPLATE
     if chat_template == CHAT_TEMPLATE:
         roles = [t for t in [*ROLE_TOKENS.values(), END] if t not in tok.get_vocab()]
         if roles: tok.add_special_tokens({'additional_special_tokens': roles}); added['roles'] = roles
@@ -172,7 +179,10 @@ def ensure_chat_tokens(tok: PreTrainedTokenizerFast, chat_template: str | None =
     return tok
 
 def load_tokenizer(path: str | Path | None = None, chat_template: str | None = None) -> PreTrainedTokenizerFast:
-    "The shipped tokenizer (`path=None`), or one from a local dir / hub id made ready for dLLM SFT."
+    "The shipped tokenizer (`path=None`), or one from a local dir / hub id / `.gguf` file made ready for dLLM SFT."
+    if path is not None and str(path).endswith('.gguf'):
+        from dllm_nb.models import gguf_to_hf   # converted once, cached: the tokenizer comes with the weights
+        path = gguf_to_hf(path)
     return ensure_chat_tokens(AutoTokenizer.from_pretrained(str(path or asset_dir())), chat_template)
 
 # %% ../nbs/01_data.ipynb
@@ -226,17 +236,39 @@ def keep_last_run(mask: list[int]) -> list[int]:
     while start > 0 and mask[start - 1]: start -= 1
     return [int(start <= i <= on[-1]) for i in range(len(mask))]
 
+def _render(tokenizer, msgs: list[dict], prompt: bool) -> list[int]:
+    enc = tokenizer.apply_chat_template(msgs, tokenize=True, return_dict=True, add_generation_prompt=prompt)
+    return list(enc['input_ids'])
+
+def rendered_assistant_mask(msgs: list[dict], tokenizer, index: int | None = None) -> tuple[list[int], list[int]]:
+    "`(input_ids, assistant_mask)` for a template without generation tags: a reply is what rendering it adds to its prompt."
+    ids = _render(tokenizer, msgs, False); mask = [0] * len(ids)
+    for i, m in enumerate(msgs):
+        if m['role'] != 'assistant': continue
+        prompt, upto = _render(tokenizer, msgs[:i], True), _render(tokenizer, msgs[:i + 1], False)
+        if upto != ids[:len(upto)] or prompt != upto[:len(prompt)]:
+            raise ValueError(f"{_where(index)}: rendering messages[:{i}] with add_generation_prompt=True is not a token prefix "
+                             f"of the conversation, so its assistant reply cannot be located; pass a chat template with "
+                             "{% generation %} tags around the reply (load_tokenizer(path, chat_template=...))")
+        reply = upto[len(prompt):]   # reply + the template's closing tokens: keep up to its last EOS (ChatML: drop the '\n')
+        n = len(reply) - reply[::-1].index(tokenizer.eos_token_id) if tokenizer.eos_token_id in reply else len(reply)
+        mask[len(prompt):len(prompt) + n] = [1] * n
+    return ids, mask
+
 def tokenize_example(messages, tokenizer: PreTrainedTokenizerFast, mask_history: bool = False,
                      index: int | None = None) -> dict:
     "Unshifted `input_ids`, `loss_mask` (assistant content + EOS) and `attention_mask` of one conversation."
     msgs = as_messages(messages, index)
-    enc = tokenizer.apply_chat_template(msgs, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
-    ids, loss_mask = list(enc['input_ids']), [int(m) for m in enc['assistant_masks']]
+    if has_generation_tags(tokenizer.chat_template):
+        enc = tokenizer.apply_chat_template(msgs, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
+        ids, loss_mask = list(enc['input_ids']), [int(m) for m in enc['assistant_masks']]
+    else: ids, loss_mask = rendered_assistant_mask(msgs, tokenizer, index)
     if not any(loss_mask):
         raise ValueError(f"{_where(index)}: the chat template marked no assistant tokens; it needs "
                          "{% generation %} around the assistant content (see CHAT_TEMPLATE)")
     if mask_history: loss_mask = keep_last_run(loss_mask)
-    return dict(input_ids=ids, loss_mask=loss_mask, attention_mask=[1] * len(ids))
+    end = max(i for i, m in enumerate(loss_mask) if m) + 1   # drop template tokens after the last reply (ChatML's '\n')
+    return dict(input_ids=ids[:end], loss_mask=loss_mask[:end], attention_mask=[1] * end)
 
 # %% ../nbs/01_data.ipynb
 def highlight_supervised(input_ids, loss_mask, tokenizer, brackets: str = '[]') -> str:
@@ -267,23 +299,73 @@ def plot_token_strip(input_ids, loss_mask, tokenizer, block_size: int | None = N
 # %% ../nbs/01_data.ipynb
 _FORMATS = {'.json': 'json', '.jsonl': 'json', '.parquet': 'parquet'}
 
-def _load_raw(source: str, split: str, seed: int, sizes: dict | None) -> Dataset:
-    if source.startswith('builtin:'): return Dataset.from_list(builtin_examples(source[8:], split, seed, sizes))
+class DataError(ValueError):
+    "A problem with the data itself, named by file and 1-based line (or row); the CLIs exit 2 on it."
+
+def read_json_rows(path: str | Path) -> tuple[list[dict], list[int]]:
+    "Rows of a JSON Lines file (or a JSON array) checked one by one, and each row's 1-based line; `DataError` if bad."
+    raw = Path(path).read_bytes()
+    try: text = raw.decode('utf-8')
+    except UnicodeDecodeError as e:
+        line, col = raw.count(b'\n', 0, e.start) + 1, e.start - raw.rfind(b'\n', 0, e.start)
+        raise DataError(f"{path}:{line}: byte 0x{raw[e.start]:02x} at column {col} is not UTF-8; "
+                        "re-save the file as UTF-8") from None
+    if not text.strip(): raise DataError(f"{path}: the file is empty; write one JSON object per line")
+    if Path(path).suffix == '.json' and text.lstrip()[:1] == '[':            # a JSON array of rows
+        try: rows = json.loads(text)
+        except json.JSONDecodeError as e: raise DataError(f"{path}:{e.lineno}: invalid JSON ({e.msg}, column {e.colno})") from None
+        lines = list(range(1, len(rows) + 1))                            # "line" = item number here
+    else:
+        rows, lines = [], []
+        for n, l in enumerate(text.splitlines(), 1):
+            if not l.strip(): continue
+            try: rows.append(json.loads(l))
+            except json.JSONDecodeError as e:
+                raise DataError(f"{path}:{n}: invalid JSON ({e.msg}, column {e.colno}); fix or delete the line") from None
+            lines.append(n)
+    for r, n in zip(rows, lines):
+        if not isinstance(r, dict):
+            raise DataError(f"{path}:{n}: expected a JSON object with 'messages' or 'prompt'/'response', got {r!r:.60}")
+    if not rows: raise DataError(f"{path}: no rows (only blank lines); write one JSON object per line")
+    return rows, lines
+
+def _from_rows(rows: list[dict], source: str) -> Dataset:
+    cols = list(dict.fromkeys(k for r in rows for k in r))                # every field of every row, not just the first
+    try: return Dataset.from_dict({k: [r.get(k) for r in rows] for k in cols})
+    except Exception as e:                                               # pyarrow: fields whose type changes by row
+        raise DataError(f"{source}: the rows do not share one schema ({type(e).__name__}: {str(e)[:160]}); "
+                        "give every row the same fields with the same types") from None
+
+def _load_raw(source: str, split: str, seed: int, sizes: dict | None) -> tuple[Dataset, list[int] | None]:
+    "The raw dataset and, for JSON files, each row's line (else None)."
+    if source.startswith('builtin:'): return Dataset.from_list(builtin_examples(source[8:], split, seed, sizes)), None
     p = Path(source)
     if p.suffix in _FORMATS and not p.is_file(): raise FileNotFoundError(f"{source}: no such data file")
-    if p.is_file():
-        if p.suffix not in _FORMATS: raise ValueError(f"{source}: unsupported file type; use one of {sorted(_FORMATS)}")
-        return load_dataset(_FORMATS[p.suffix], data_files=str(p), split='train')  # one file = one split
-    return load_dataset(source, split=split)  # a folder `datasets` understands, or a hub id (needs a cache offline)
+    if p.is_file() and p.suffix not in _FORMATS:
+        raise DataError(f"{source}: unsupported file type; use one of {sorted(_FORMATS)}")
+    if p.is_file() and _FORMATS[p.suffix] == 'json':
+        rows, lines = read_json_rows(p)
+        return _from_rows(rows, source), lines
+    try:                                 # parquet, a folder `datasets` understands, or a hub id (needs a cache offline)
+        return (load_dataset('parquet', data_files=str(p), split='train') if p.is_file()
+                else load_dataset(source, split=split)), None
+    except Exception as e:
+        raise DataError(f"{source} [{split}]: could not be loaded ({type(e).__name__}: {str(e).splitlines()[0][:200]})") from None
 
 def _check_columns(cols: list[str], source: str):
     if 'messages' not in cols and not {'prompt', 'response'} <= set(cols):
-        raise ValueError(f"{source}: no 'messages' column and no 'prompt'/'response' columns (columns: {cols}); "
-                         "rename yours or build messages with pair_to_messages")
+        raise DataError(f"{source}: no 'messages' column and no 'prompt'/'response' columns (columns: {cols}); "
+                        "rename yours or build messages with pair_to_messages")
 
-def _tokenize_batch(batch: dict, indices: list[int], tokenizer, mask_history: bool) -> dict:
-    rows = [dict(zip(batch, vals)) for vals in zip(*batch.values())]
-    outs = [tokenize_example(r, tokenizer, mask_history, index=i) for r, i in zip(rows, indices)]
+def _tokenize_batch(batch: dict, indices: list[int], tokenizer, mask_history: bool, source: str = '',
+                    lines: list[int] | None = None) -> dict:
+    rows, outs = [dict(zip(batch, vals)) for vals in zip(*batch.values())], []
+    for r, i in zip(rows, indices):
+        try: outs.append(tokenize_example(r, tokenizer, mask_history, index=i))
+        except (ValueError, TypeError, AttributeError) as e:
+            if source.startswith('builtin:'): raise
+            where = f"{source}:{lines[i]}" if lines else f"{source} row {i + 1}"
+            raise DataError(f"{where}: {e}") from None
     return {k: [o[k] for o in outs] for k in ('input_ids', 'loss_mask', 'attention_mask')}
 
 # %% ../nbs/01_data.ipynb
@@ -303,6 +385,8 @@ def apply_overlong(ds: Dataset, max_len: int | None, policy: str = 'drop', num_p
     else:
         ds = ds.map(_truncate, batched=True, fn_kwargs=dict(max_len=max_len), num_proc=num_proc)
         info.update(n_overlong=sum(ds['_cut']), n_unsupervised=sum(ds['_empty']))
+        if info['n_unsupervised']:                                       # nothing left to learn from: drop, counted
+            ds = ds.filter(lambda e: [not x for x in e], input_columns='_empty', batched=True, num_proc=num_proc)
         ds = ds.remove_columns(['_cut', '_empty'])
     return ds, info
 
@@ -314,15 +398,24 @@ def load_sft_dataset(path_or_name: str | Path, split: str = 'train', tokenizer: 
     "Tokenised SFT dataset (`input_ids`, `loss_mask`, `attention_mask` + `keep_columns`); counts in `ds.sft_info`."
     if overlong not in ('drop', 'truncate'): raise ValueError(f"overlong={overlong!r}; use 'drop' or 'truncate'")
     source, tokenizer = str(path_or_name), tokenizer or load_tokenizer()
-    raw = _load_raw(source, split, seed, sizes)
+    raw, lines = _load_raw(source, split, seed, sizes)
     _check_columns(raw.column_names, source)
     ds = raw.map(_tokenize_batch, batched=True, with_indices=True, num_proc=num_proc,
-                 fn_kwargs=dict(tokenizer=tokenizer, mask_history=mask_history),
+                 fn_kwargs=dict(tokenizer=tokenizer, mask_history=mask_history, source=source, lines=lines),
                  remove_columns=[c for c in raw.column_names if c not in keep_columns])
+    shortest = min(map(len, ds['input_ids']), default=0)
     ds, info = apply_overlong(ds, max_len, overlong, num_proc)
+    if info['n_examples'] and not len(ds):
+        why = (f"longer than max_len={max_len} tokens (the shortest has {shortest}); raise data.max_len to at least "
+               f"{shortest} or set data.overlong=truncate" if overlong == 'drop' else
+               f"left with no supervised token after truncation to max_len={max_len}; raise data.max_len")
+        raise DataError(f"{source} [{split}]: all {info['n_examples']} examples are {why}")
     if info['n_overlong']:
         logger.warning(f"{source} [{split}]: {info['n_overlong']} of {info['n_examples']} examples are longer than "
                        f"max_len={max_len} tokens and were {'dropped' if overlong == 'drop' else 'truncated'}")
+    if info.get('n_unsupervised'):
+        logger.warning(f"{source} [{split}]: {info['n_unsupervised']} truncated examples kept no supervised token "
+                       f"(the response starts after token {max_len}) and were dropped")
     ds.sft_info = dict(source=source, split=split, **info)
     return ds
 

@@ -4,7 +4,7 @@
 
 # %% ../nbs/10_distributed.ipynb 2
 from __future__ import annotations
-import builtins, numbers, os, re
+import builtins, ctypes, datetime, numbers, os, re, signal
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Sequence
 import torch, torch.distributed as dist
@@ -12,10 +12,10 @@ from torch import nn
 from .core import default_device, sample_seeds, splitmix64
 
 # %% auto 0
-__all__ = ['DistInfo', 'launched_by_torchrun', 'init_distributed', 'cleanup', 'is_dist', 'world_size', 'get_rank', 'is_main',
-           'print0', 'barrier', 'all_reduce_sum', 'all_reduce_mean', 'broadcast_object', 'shard_global_batch',
-           'MicroBatch', 'GlobalBatchSampler', 'find_decoder_layers', 'apply_fsdp', 'wrap_model', 'set_grad_sync',
-           'clip_grad_norm_', 'full_state_dict', 'load_full_state_dict']
+__all__ = ['DistInfo', 'launched_by_torchrun', 'exit_with_parent', 'init_distributed', 'cleanup', 'is_dist', 'world_size',
+           'get_rank', 'is_main', 'print0', 'barrier', 'all_reduce_sum', 'all_reduce_mean', 'broadcast_object',
+           'shard_global_batch', 'MicroBatch', 'GlobalBatchSampler', 'find_decoder_layers', 'apply_fsdp', 'wrap_model',
+           'set_grad_sync', 'clip_grad_norm_', 'full_state_dict', 'load_full_state_dict']
 
 # %% ../nbs/10_distributed.ipynb
 @dataclass(frozen=True)
@@ -32,16 +32,25 @@ def launched_by_torchrun() -> bool:
     "True when torchrun (or another launcher) set `RANK` and `WORLD_SIZE`."
     return 'RANK' in os.environ and 'WORLD_SIZE' in os.environ
 
-def init_distributed(device: Optional[str] = None) -> DistInfo:
+def exit_with_parent(sig: int = signal.SIGTERM) -> bool:
+    "Linux: have the kernel send `sig` to this process when its parent (the torchrun launcher) dies; False elsewhere."
+    try: ok = ctypes.CDLL(None, use_errno=True).prctl(1, int(sig), 0, 0, 0) == 0    # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError): return False
+    if ok and os.getppid() == 1: os.kill(os.getpid(), sig)            # the launcher died before we asked
+    return ok
+
+def init_distributed(device: Optional[str] = None, timeout_s: Optional[float] = None) -> DistInfo:
     "Join torchrun's process group (NCCL on GPU, gloo on CPU; `device='cpu'` forces CPU), or return single-process info."
     use_cuda = torch.cuda.is_available() if device is None else torch.device(device).type == 'cuda'
     if not launched_by_torchrun():
         return DistInfo(device=torch.device(device) if device else default_device())
+    exit_with_parent()                                                 # no orphaned worker stuck in a collective
     rank, world, local = int(os.environ['RANK']), int(os.environ['WORLD_SIZE']), int(os.environ.get('LOCAL_RANK', 0))
     dev = torch.device('cuda', local) if use_cuda else torch.device('cpu')
     if use_cuda: torch.cuda.set_device(dev)
     if not dist.is_initialized():
-        dist.init_process_group('nccl' if use_cuda else 'gloo', device_id=dev if use_cuda else None)
+        dist.init_process_group('nccl' if use_cuda else 'gloo', device_id=dev if use_cuda else None,
+                                timeout=None if timeout_s is None else datetime.timedelta(seconds=timeout_s))
     return DistInfo(rank, world, local, dev)
 
 def cleanup() -> None:

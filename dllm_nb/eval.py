@@ -4,7 +4,7 @@
 
 # %% ../nbs/13_eval.ipynb 2
 from __future__ import annotations
-import argparse
+import argparse, os, sys
 from typing import Callable, Optional, Sequence
 import torch
 import torch.nn.functional as F
@@ -12,7 +12,7 @@ from fastcore.imports import IN_NOTEBOOK
 from torch import Tensor, nn
 from .core import row_generators
 from .corruption import corrupt_uniform_random, sample_t
-from .data import task_answer, task_examples, tokenize_example
+from .data import TASKS, task_answer, task_examples, tokenize_example
 from .generate import _progress, encode_prompts, generate, right_pad
 from .masks import build_batched_block_mask, build_encoder_mask
 from .models import BlockDiffusionLM, MaskedDiffusionLM, canvas_position_ids
@@ -165,7 +165,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     from dllm_nb.generate import load_checkpoint, saved_block_size
     from transformers.utils import logging as hf_logging
     ap = argparse.ArgumentParser(prog='python -m dllm_nb.eval', description='Evaluate a dllm_nb checkpoint.')
-    ap.add_argument('--checkpoint', required=True); ap.add_argument('--task', required=True, help='addition | reverse')
+    ap.add_argument('--checkpoint', required=True)
+    ap.add_argument('--task', required=True, choices=sorted(TASKS), help='built-in task (checked before the model loads)')
     ap.add_argument('--split', default='test'); ap.add_argument('--n', type=int, default=None, help='first N examples')
     ap.add_argument('--max-new-tokens', type=int, default=None, help='default: longest reference response + 1')
     ap.add_argument('--steps', type=int, default=None, help='MDLM: total steps; block diffusion: steps per block')
@@ -175,7 +176,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument('--device', default=None)
     args = ap.parse_args(argv)
     hf_logging.disable_progress_bar()
-    model, tok = load_checkpoint(args.checkpoint, args.device or default_device())
+    try: model, tok = load_checkpoint(args.checkpoint, args.device or default_device())
+    except (FileNotFoundError, ValueError, OSError) as e:
+        if os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0'): raise
+        print(f'error: {e}', file=sys.stderr); return 2
     bs = args.block_size or saved_block_size(args.checkpoint)
     em = exact_match(model, tok, args.task, args.split, args.n, args.seed, args.batch_size, args.max_new_tokens,
                      steps=args.steps, block_size=bs, progress=not IN_NOTEBOOK)
@@ -187,4 +191,4 @@ def main(argv: Optional[list[str]] = None) -> int:
 
 # %% ../nbs/13_eval.ipynb
 #| eval: false
-if __name__ == '__main__' and not IN_NOTEBOOK: main()  # nbdev's test runner has __name__ == '__main__' too
+if __name__ == '__main__' and not IN_NOTEBOOK: sys.exit(main())  # nbdev's test runner has __name__ == '__main__' too

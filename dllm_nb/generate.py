@@ -4,7 +4,7 @@
 
 # %% ../nbs/12_generate.ipynb 2
 from __future__ import annotations
-import argparse, json, math
+import argparse, json, math, os, sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence, Union
@@ -19,11 +19,11 @@ from .models import (DLLM_CONFIG_NAME, BlockDiffusionLM, EncoderState, MaskedDif
                             model_attention_mask)
 
 # %% auto 0
-__all__ = ['Prompts', 'STATES', 'NOISE', 'NEW', 'STABLE', 'ABSENT', 'STATE_COLORS', 'MODEL_CLASSES', 'encode_prompts',
-           'row_seeds', 'block_generators', 'right_pad', 'predict_tokens', 'transfer_schedule', 'select_transfer',
-           'Trajectory', 'GenerationOutput', 'generate_mdlm', 'CachedContext', 'ReencodeContext', 'keep_schedule',
-           'denoise_block', 'generate_block_diffusion', 'plot_trajectory', 'generate', 'saved_block_size',
-           'load_checkpoint', 'main']
+__all__ = ['Prompts', 'STATES', 'NOISE', 'NEW', 'STABLE', 'ABSENT', 'STATE_COLORS', 'MODEL_CLASSES', 'DEFAULT_MAX_NEW_TOKENS',
+           'encode_prompts', 'row_seeds', 'block_generators', 'right_pad', 'predict_tokens', 'transfer_schedule',
+           'select_transfer', 'Trajectory', 'GenerationOutput', 'generate_mdlm', 'CachedContext', 'ReencodeContext',
+           'keep_schedule', 'denoise_block', 'generate_block_diffusion', 'plot_trajectory', 'generate', 'saved_run',
+           'saved_block_size', 'load_checkpoint', 'check_prompt_lengths', 'main']
 
 # %% ../nbs/12_generate.ipynb
 Prompts = Union[Sequence[Sequence[int]], Sequence[str]]
@@ -193,34 +193,47 @@ def generate_mdlm(model: nn.Module, prompts: Prompts, gen_length: int = 32, bloc
     return GenerationOutput([_cut(r, eos_id) for r in canvas], canvas, nfe, rec.result())
 
 # %% ../nbs/12_generate.ipynb
-def _keep_rows(valid: Tensor, q_len: int, causal: bool) -> Tensor:
-    "Keep-mask `[B, 1, q, C + q]` over `[cache ; block]`: valid cache columns, then the block (causal or full)."
-    B, C = valid.shape
-    own = torch.ones(q_len, q_len, dtype=torch.bool, device=valid.device)
-    own = own.tril() if causal else own
-    return torch.cat([valid[:, None, None].expand(B, 1, q_len, C), own.expand(B, 1, q_len, q_len)], -1)
+def _context_keep(key_pos: Tensor, key_valid: Tensor, lo: Tensor, hi: Tensor) -> Tensor:
+    "Keep-mask `[B, 1, Q, K]` over context keys: valid, with position in `[lo[b, q], hi[b, q]]`."
+    kp = key_pos[:, None]                                                              # [B, 1, K]
+    return (key_valid[:, None] & (kp >= lo[..., None]) & (kp <= hi[..., None]))[:, None]
+
+def _window_lo(anchor: Tensor, w: Optional[int]) -> Tensor:
+    "Lowest visible key position for a query anchored at `anchor` (the training rule `k >= anchor - w + 1`)."
+    return torch.full_like(anchor, -1) if w is None else anchor - w + 1
 
 def _self_cond(model: BlockDiffusionLM, prev_logits: Optional[Tensor]) -> Optional[Tensor]:
     return model.self_cond_input(prev_logits) if model.self_conditioning and prev_logits is not None else None
 
 class CachedContext:
     "Prompt + committed blocks as per-layer K/V: prompt encoded once, each committed block appended by one causal pass."
-    def __init__(self, model: BlockDiffusionLM, prompt_ids: list[list[int]]):
+    def __init__(self, model: BlockDiffusionLM, prompt_ids: list[list[int]], sliding_window: Optional[int] = None):
         device = _device(model)
         ids, P = right_pad(prompt_ids, 0, device=device)
         self.valid = torch.arange(ids.shape[1], device=device)[None] < P[:, None]        # [B, C] real cache columns
-        self.model, self.next_pos, self.pending = model, P, None                          # next_pos [B]
-        self.kv = model.encode(ids, build_encoder_mask(self.valid.long()), return_logits=False).kv
+        self.key_pos = torch.arange(ids.shape[1], device=device).expand_as(ids)          # [B, C] their positions
+        self.model, self.w, self.next_pos, self.pending, self._keep = model, sliding_window, P, None, None
+        self.kv = model.encode(ids, build_encoder_mask(self.valid.long(), sliding_window), return_logits=False).kv
 
     def _pos(self, q_len: int) -> Tensor: return canvas_position_ids(self.next_pos, q_len)
 
-    def logits(self, canvas: Tensor, prev_logits: Optional[Tensor] = None) -> Tensor:
+    def _step_keep(self, r: int) -> Tensor:
+        "Canvas-step keep-mask over `[cache ; canvas]`, built once per block (the cache only changes between blocks)."
+        if self._keep is None or self._keep.shape[2] != r:
+            anchor = self.next_pos[:, None].expand(-1, r)                                  # [B, r] the block start
+            enc = _context_keep(self.key_pos, self.valid, _window_lo(anchor, self.w), anchor - 1)
+            self._keep = torch.cat([enc, enc.new_ones(len(enc), 1, r, r)], -1)
+        return self._keep
+
+    def logits(self, canvas: Tensor, prev_logits: Optional[Tensor] = None, rows: Optional[Tensor] = None) -> Tensor:
+        "Logits `[n, r, V]` of the canvas `[n, r]` of `rows` (default: every row) against the context."
         m, sc = self.model, _self_cond(self.model, prev_logits)
         if self.pending is not None:
-            if sc is None: return self._append(self.pending, canvas)      # append + first step in one pass
+            if sc is None and rows is None: return self._append(self.pending, canvas)   # append + first step in one pass
             self._append(self.pending)
-        return m.decode(EncoderState(self.kv), canvas, _keep_rows(self.valid, canvas.shape[1], False),
-                        self._pos(canvas.shape[1]), self_cond_embeds=sc).logits
+        r, kv, keep, pos = canvas.shape[1], self.kv, self._step_keep(canvas.shape[1]), self._pos(canvas.shape[1])
+        if rows is not None: kv, keep, pos = tuple((k[rows], v[rows]) for k, v in kv), keep[rows], pos[rows]
+        return m.decode(EncoderState(kv), canvas, keep, pos, self_cond_embeds=sc).logits
 
     def commit(self, block: Tensor) -> None:
         "Queue a committed block `[B, b]`; the next pass appends it (fused with the next block's first step)."
@@ -231,28 +244,33 @@ class CachedContext:
         "One pass over `[block ; canvas]`: block causal (kept in the cache), canvas sees it all (dropped); canvas logits."
         m, (B, C), b = self.model, self.valid.shape, block.shape[1]
         r = 0 if canvas is None else canvas.shape[1]
-        keep = _keep_rows(self.valid, b + r, True)                        # [B, 1, b+r, C+b+r]
-        keep[:, :, b:, C + b:] = True                                     # the canvas block is bidirectional
+        pos = self._pos(b + r)                                             # [B, b+r] block rows, then canvas rows
+        key_pos, key_valid = torch.cat([self.key_pos, pos[:, :b]], 1), F.pad(self.valid, (0, b), value=True)
+        is_canvas = torch.arange(b + r, device=pos.device) >= b
+        anchor = torch.where(is_canvas, (self.next_pos + b)[:, None], pos)  # canvas rows: their block start
+        keep = _context_keep(key_pos, key_valid, _window_lo(anchor, self.w), torch.where(is_canvas, anchor - 1, pos))
+        keep = torch.cat([keep, (is_canvas[:, None] & is_canvas[None, b:]).expand(B, 1, b + r, r)], -1)
         cache = DynamicCache(ddp_cache_data=self.kv)
         out = m.backbone(input_ids=block if canvas is None else torch.cat([block, canvas], 1), cache=cache,
                          attention_mask=model_attention_mask(keep, m.attn_implementation, m.backbone.dtype),
-                         position_ids=self._pos(b + r), use_cache=True, logits_to_keep=max(r, 1))
+                         position_ids=pos, use_cache=True, logits_to_keep=max(r, 1))
         self.kv = tuple((layer.keys[:, :, :C + b], layer.values[:, :, :C + b]) for layer in cache.layers)
-        self.valid = torch.cat([self.valid, torch.ones_like(block, dtype=torch.bool)], 1)
+        self.key_pos, self.valid, self._keep = key_pos, key_valid, None
         self.next_pos, self.pending = self.next_pos + b, None
         return out.logits if r else None
 
 class ReencodeContext:
     "Reference: keeps token lists and re-encodes prompt + committed blocks from scratch at every step (no cache)."
-    def __init__(self, model: BlockDiffusionLM, prompt_ids: list[list[int]]):
-        self.model, self.rows = model, [list(p) for p in prompt_ids]
+    def __init__(self, model: BlockDiffusionLM, prompt_ids: list[list[int]], sliding_window: Optional[int] = None):
+        self.model, self.rows, self.w = model, [list(p) for p in prompt_ids], sliding_window
 
-    def logits(self, canvas: Tensor, prev_logits: Optional[Tensor] = None) -> Tensor:
+    def logits(self, canvas: Tensor, prev_logits: Optional[Tensor] = None, rows: Optional[Tensor] = None) -> Tensor:
         m, b = self.model, canvas.shape[1]
-        ids, L = right_pad(self.rows, 0, max(map(len, self.rows)) + b, canvas.device)    # [B, S], lengths [B]
-        state = m.encode(ids, build_encoder_mask((torch.arange(ids.shape[1], device=ids.device)[None] < L[:, None]).long()),
-                         return_logits=False)
-        mask = build_batched_block_mask(L, torch.full_like(L, b), ids.shape[1], b)
+        ctx = self.rows if rows is None else [self.rows[i] for i in rows.tolist()]
+        ids, L = right_pad(ctx, 0, max(map(len, ctx)) + b, canvas.device)                # [n, S], lengths [n]
+        am = (torch.arange(ids.shape[1], device=ids.device)[None] < L[:, None]).long()
+        state = m.encode(ids, build_encoder_mask(am, self.w), return_logits=False)
+        mask = build_batched_block_mask(L, torch.full_like(L, b), ids.shape[1], b, self.w)
         return m.decode(state, canvas, mask, canvas_position_ids(L, b), self_cond_embeds=_self_cond(m, prev_logits)).logits
 
     def commit(self, block: Tensor) -> None:
@@ -265,26 +283,33 @@ def keep_schedule(block_size: int, steps: int) -> list[int]:
     return [math.ceil(block_size * s / steps) for s in range(1, steps + 1)]
 
 def denoise_block(ctx, B: int, block_size: int, steps: int, vocab_size: int, gens, temperature: float = 0.0,
-                  rec: Optional[_Recorder] = None, start: int = 0, device=None) -> tuple[Tensor, int]:
+                  rec: Optional[_Recorder] = None, start: int = 0, device=None,
+                  threshold: Optional[float] = None) -> tuple[Tensor, int]:
     "Denoise one canvas block `[B, block_size]` from random tokens against `ctx`; return it and the number of calls."
     canvas = randint_rows(vocab_size, (B, block_size), gens, device)
     final, active = canvas.clone(), torch.ones(B, dtype=torch.bool, device=device)
-    everything = torch.ones_like(canvas, dtype=torch.bool)
     prev_logits = prev_arg = None
-    if rec is not None: rec.update(start, canvas, everything)
+    if rec is not None: rec.update(start, canvas, torch.ones_like(canvas, dtype=torch.bool))
     for s, n_keep in enumerate(keep_schedule(block_size, steps)):
-        logits = ctx.logits(canvas, prev_logits).float()                                  # [B, b, V]
-        x0, conf = predict_tokens(logits, temperature, gens)
-        noise = randint_rows(vocab_size, (B, block_size), gens, device)
-        arg = logits.argmax(-1)
-        stable = (arg == prev_arg).all(-1) if prev_arg is not None else torch.zeros_like(active)
-        done = active & (stable | (n_keep == block_size))
-        keep = select_transfer(conf, everything, n_keep) | done[:, None]
-        new = torch.where(keep, x0, noise)
-        final = torch.where(done[:, None], x0, final)
-        canvas = torch.where(active[:, None], new, canvas)
-        if rec is not None: rec.update(start, canvas, ~keep & active[:, None])
-        active, prev_logits, prev_arg = active & ~done, logits, arg
+        rows = None if active.all() else active.nonzero()[:, 0]                           # finished rows sit out
+        pick = (lambda t: t) if rows is None else (lambda t: None if t is None else t[rows])
+        g = gens if rows is None else [gens[i] for i in rows.tolist()]
+        logits = ctx.logits(pick(canvas), pick(prev_logits), rows).float()                # [n, b, V]
+        x0, conf = predict_tokens(logits, temperature, g)
+        noise, arg = randint_rows(vocab_size, x0.shape, g, device), logits.argmax(-1)
+        keep = select_transfer(conf, torch.ones_like(x0, dtype=torch.bool), n_keep)       # the schedule's budget
+        if threshold is not None: keep = keep | (conf > threshold)                        # + everything confident
+        done = keep.all(-1) | ((arg == pick(prev_arg)).all(-1) if prev_arg is not None else False)   # or stable
+        keep = keep | done[:, None]
+        if rows is None:
+            canvas, final = torch.where(keep, x0, noise), torch.where(done[:, None], x0, final)
+            prev_logits, prev_arg, active = logits, arg, ~done
+        else:
+            canvas[rows], final[rows[done]], prev_logits[rows], prev_arg[rows] = torch.where(keep, x0, noise), x0[done], logits, arg
+            active[rows[done]] = False
+        if rec is not None:
+            noisy = torch.zeros_like(canvas, dtype=torch.bool); noisy[rows if rows is not None else slice(None)] = ~keep
+            rec.update(start, canvas, noisy)
         if not active.any(): break
     return final, s + 1
 
@@ -292,22 +317,24 @@ def denoise_block(ctx, B: int, block_size: int, steps: int, vocab_size: int, gen
 @torch.no_grad()
 def generate_block_diffusion(model: BlockDiffusionLM, prompts: Prompts, max_new_tokens: Optional[int] = None,
                              max_blocks: Optional[int] = None, block_size: int = 4, steps_per_block: int = 8,
-                             tokenizer=None, temperature: float = 0.0, eos_token_id: Optional[int] = None, seeds=None,
+                             tokenizer=None, temperature: float = 0.0, threshold: Optional[float] = None,
+                             sliding_window: Optional[int] = None, eos_token_id: Optional[int] = None, seeds=None,
                              chat: bool = True, use_cache: bool = True, return_trajectory: bool = False,
                              progress: bool = False) -> GenerationOutput:
     "Block-by-block generation: each block denoised from random tokens against the cached context, then committed."
     if (max_new_tokens is None) == (max_blocks is None):
         raise ValueError(f"pass exactly one of max_new_tokens={max_new_tokens} and max_blocks={max_blocks}.")
+    if sliding_window is not None and sliding_window < 1: raise ValueError(f"sliding_window={sliding_window} must be >= 1.")
     n_blocks = max_blocks if max_blocks is not None else -(-max_new_tokens // block_size)
     eos_id = _token_id(eos_token_id, tokenizer, 'eos_token_id', required=False)
     prompt_ids, device = encode_prompts(prompts, tokenizer, chat), _device(model)
     B, V = len(prompt_ids), model.backbone.get_input_embeddings().num_embeddings
-    ctx = (CachedContext if use_cache else ReencodeContext)(model, prompt_ids)
+    ctx = (CachedContext if use_cache else ReencodeContext)(model, prompt_ids, sliding_window)
     gens, rec = row_generators(row_seeds(seeds, B), 'sampling'), _Recorder(B, n_blocks * block_size, return_trajectory, device)
     blocks, nfe, done = [], 0, torch.zeros(B, dtype=torch.bool, device=device)
     for k in _progress(range(n_blocks), progress, 'blocks'):
         block, n = denoise_block(ctx, B, block_size, steps_per_block, V, block_generators(gens), temperature, rec,
-                                 k * block_size, device)
+                                 k * block_size, device, threshold)
         blocks.append(block); nfe += n
         if eos_id is not None and (done := done | (block == eos_id).any(-1)).all(): break
         if k + 1 < n_blocks: ctx.commit(block)
@@ -357,9 +384,15 @@ def generate(model: nn.Module, prompts: Prompts, tokenizer=None, max_new_tokens:
 
 MODEL_CLASSES = dict(MaskedDiffusionLM=MaskedDiffusionLM, BlockDiffusionLM=BlockDiffusionLM)
 
+def saved_run(path) -> dict:
+    "The `run` record of a `final/` folder's `dllm_config.json` (mode, block size, mask token, sampler defaults), or `{}`."
+    f = Path(path) / DLLM_CONFIG_NAME
+    return json.loads(f.read_text()).get('run', {}) if f.exists() else {}
+
 def saved_block_size(path) -> Optional[int]:
-    "`dllm.block_size` of a training `config.yaml` in `path` or its parent, if there is one."
+    "The training block size: from `dllm_config.json` (self-describing `final/`), else a `config.yaml` in `path` or its parent."
     from dllm_nb.config import load_config
+    if 'block_size' in (run := saved_run(path)): return run['block_size']
     for f in (Path(path) / 'config.yaml', Path(path).parent / 'config.yaml'):
         if f.exists(): return load_config(f).dllm.block_size
     return None
@@ -377,9 +410,23 @@ def load_checkpoint(path, device=None, attn_implementation: str = 'sdpa'):
     if kind not in classes: raise ValueError(f"{path}: unknown model_class {kind!r}; known: {sorted(classes)}.")
     model = classes[kind].from_pretrained(path, attn_implementation).to(device or 'cpu').eval()
     tokenizer = load_tokenizer(path if (path / 'tokenizer.json').exists() or (path / 'tokenizer_config.json').exists() else None)
+    if (mask := saved_run(path).get('mask_token')) and tokenizer.mask_token != mask:
+        tokenizer.add_special_tokens({'mask_token': mask})    # the mask token the model was trained with
     return model, tokenizer
 
 # %% ../nbs/12_generate.ipynb
+def check_prompt_lengths(prompts, tokenizer, model, max_new_tokens: int, chat: bool = True) -> None:
+    "`ValueError` naming the first prompt whose tokens plus `max_new_tokens` exceed the model's positions."
+    limit = getattr(model.config, 'max_position_embeddings', None)
+    if not limit: return
+    for i, ids in enumerate(encode_prompts(prompts, tokenizer, chat)):
+        if len(ids) + max_new_tokens > limit:
+            raise ValueError(f"prompt {i + 1} is {len(ids)} tokens; with --max-new-tokens {max_new_tokens} that is "
+                             f"{len(ids) + max_new_tokens} > the model's {limit} positions; shorten the prompt or lower "
+                             "--max-new-tokens")
+
+DEFAULT_MAX_NEW_TOKENS = 48   # fits the built-in tasks' answers; a final/ folder's own default comes first
+
 def _read_prompts(args) -> list[str]:
     prompts = list(args.prompt or [])
     if args.prompts_file: prompts += [l for l in Path(args.prompts_file).read_text().splitlines() if l.strip()]
@@ -391,16 +438,17 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument('--checkpoint', required=True, help='folder written by save_pretrained')
     ap.add_argument('--prompt', action='append', help='a prompt (repeatable)')
     ap.add_argument('--prompts-file', help='text file, one prompt per line')
-    ap.add_argument('--max-new-tokens', type=int, default=32, help='tokens to generate per prompt')
+    ap.add_argument('--max-new-tokens', type=int, default=None, help="tokens per prompt; default: the checkpoint's, else 48")
     ap.add_argument('--steps', type=int, default=None, help='MDLM: total steps; block diffusion: steps per block')
     ap.add_argument('--block-size', type=int, default=None, help='default: the training block size (else 8 / 4)')
     ap.add_argument('--temperature', type=float, default=0.0, help='0 = greedy')
-    ap.add_argument('--threshold', type=float, default=None, help='MDLM: confidence threshold (parallel decoding)')
+    ap.add_argument('--threshold', type=float, default=None, help='confidence threshold (parallel decoding; both samplers)')
     ap.add_argument('--remasking', default='low_confidence', choices=['low_confidence', 'random'], help='MDLM only')
     ap.add_argument('--batch-size', type=int, default=16, help='prompts per batch')
     ap.add_argument('--seed', type=int, default=0, help='prompt i uses seed + i')
     ap.add_argument('--raw', action='store_true', help='do not wrap prompts in the chat template')
     ap.add_argument('--device', default=None, help='default: cuda if available, else cpu')
+    ap.add_argument('--speculative', action='store_true', help='--checkpoint is a DFlash drafter: greedy speculative decoding of its target')
     return ap
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -410,17 +458,27 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = _parser().parse_args(argv)
     hf_logging.disable_progress_bar()
     prompts = _read_prompts(args)
-    model, tok = load_checkpoint(args.checkpoint, args.device or default_device())
+    max_new = args.max_new_tokens or saved_run(args.checkpoint).get('sampler', {}).get('max_new_tokens', DEFAULT_MAX_NEW_TOKENS)
+    if args.speculative: from dllm_nb.dflash import speculative_cli; return speculative_cli(args, prompts)
+    try:
+        model, tok = load_checkpoint(args.checkpoint, args.device or default_device())
+        check_prompt_lengths(prompts, tok, model, max_new, chat=not args.raw)
+    except Exception as e:                                             # one line; the traceback with DLLM_NB_DEBUG=1
+        if os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0'): raise
+        why = (str(e) if isinstance(e, (FileNotFoundError, ValueError)) else f"{args.checkpoint} cannot be loaded "
+               f"({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}); a file may be truncated: re-export it")
+        print(f'error: {why}', file=sys.stderr); return 2
     kw = dict(temperature=args.temperature, chat=not args.raw)
-    if isinstance(model, MaskedDiffusionLM): kw.update(threshold=args.threshold, remasking=args.remasking)
+    if isinstance(model, (MaskedDiffusionLM, BlockDiffusionLM)): kw.update(threshold=args.threshold)
+    if isinstance(model, MaskedDiffusionLM): kw.update(remasking=args.remasking)
     block_size = args.block_size or saved_block_size(args.checkpoint)
     starts = range(0, len(prompts), args.batch_size)
     for s in _progress(starts, len(starts) > 1, 'batches'):
         batch = prompts[s:s + args.batch_size]
-        out = generate(model, batch, tok, args.max_new_tokens, args.steps, block_size, seeds=args.seed + s, **kw)
+        out = generate(model, batch, tok, max_new, args.steps, block_size, seeds=args.seed + s, **kw)
         for p, ids in zip(batch, out.sequences): print(f"{p} -> {tok.decode(ids)}", flush=True)
     return 0
 
 # %% ../nbs/12_generate.ipynb
 #| eval: false
-if __name__ == '__main__' and not IN_NOTEBOOK: main()  # nbdev's test runner has __name__ == '__main__' too
+if __name__ == '__main__' and not IN_NOTEBOOK: sys.exit(main())  # nbdev's test runner has __name__ == '__main__' too

@@ -4,7 +4,7 @@
 
 # %% ../nbs/07_models.ipynb 2
 from __future__ import annotations
-import contextlib, copy, json
+import contextlib, copy, hashlib, json, os, shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
@@ -20,10 +20,10 @@ from .masks import to_additive
 
 # %% auto 0
 __all__ = ['ARCH_CONFIGS', 'ATTN_IMPLEMENTATIONS', 'TINY_SIZES', 'MaskLike', 'DLLM_CONFIG_NAME', 'DLLM_WEIGHTS_NAME',
-           'tiny_config', 'build_backbone', 'autocast_context', 'add_mask_token', 'dense_to_block_mask',
-           'model_attention_mask', 'count_backbone_calls', 'mdlm_attention_mask', 'MaskedDiffusionLM',
-           'canvas_position_ids', 'SharedKVCache', 'embedding_scale', 'soft_embedding', 'SelfConditioning',
-           'EncoderState', 'BlockDiffusionOutput', 'BlockDiffusionLM']
+           'tiny_config', 'build_backbone', 'autocast_context', 'add_mask_token', 'gguf_cache_dir', 'gguf_to_hf',
+           'dense_to_block_mask', 'model_attention_mask', 'count_backbone_calls', 'mdlm_attention_mask',
+           'MaskedDiffusionLM', 'canvas_position_ids', 'SharedKVCache', 'embedding_scale', 'soft_embedding',
+           'SelfConditioning', 'EncoderState', 'BlockDiffusionOutput', 'BlockDiffusionLM']
 
 # %% ../nbs/07_models.ipynb
 ARCH_CONFIGS = dict(llama=LlamaConfig, qwen2=Qwen2Config, qwen3=Qwen3Config)
@@ -53,28 +53,63 @@ def _check_attn(attn_implementation: str) -> None:
 
 def build_backbone(config_or_path: Union[PretrainedConfig, str, Path], attn_implementation: str = 'sdpa',
                    dtype: Optional[torch.dtype] = None, trust_remote_code: bool = False) -> nn.Module:
-    "An `AutoModelForCausalLM` from a config (fresh random weights) or a local directory / hub id (`from_pretrained`)."
+    "An `AutoModelForCausalLM` from a config (fresh weights), a local directory / hub id, or a `.gguf` file (converted once)."
     _check_attn(attn_implementation)
     dtype = dtype or torch.float32
     if isinstance(config_or_path, PretrainedConfig):   # from_config keeps the config object: copy it, see below
         return AutoModelForCausalLM.from_config(copy.deepcopy(config_or_path), attn_implementation=attn_implementation,
                                                 dtype=dtype)
+    if str(config_or_path).endswith('.gguf'): config_or_path = gguf_to_hf(config_or_path)
     return AutoModelForCausalLM.from_pretrained(str(config_or_path), attn_implementation=attn_implementation, dtype=dtype,
                                                 trust_remote_code=trust_remote_code)
 
-def autocast_context(device: Union[str, torch.device], dtype: torch.dtype = torch.bfloat16):
-    "bf16 autocast on CUDA, a no-op elsewhere (fp32 on CPU: bf16 matmuls are far slower there)."
+def autocast_context(device: Union[str, torch.device], dtype: Optional[torch.dtype] = torch.bfloat16):
+    "Autocast to `dtype` (bf16) on CUDA or CPU; a no-op for `dtype=None`. Weights stay fp32 (the master copy)."
     device = torch.device(device)
-    return torch.autocast('cuda', dtype=dtype) if device.type == 'cuda' else contextlib.nullcontext()
+    return contextlib.nullcontext() if dtype is None else torch.autocast(device.type, dtype=dtype)
 
 # %% ../nbs/07_models.ipynb
 def add_mask_token(model: nn.Module, tokenizer, token: str = '<|mask|>') -> int:
-    "Ensure `tokenizer` has a mask token and `model` an embedding row for it; return its id."
-    if tokenizer.mask_token is None: tokenizer.add_special_tokens({'mask_token': token})
-    mask_id = tokenizer.mask_token_id
+    "Make `token` the mask token: reused when the vocabulary has it (LLaDA's `<|mdm_mask|>`), else added; return its id."
+    if not token: raise ValueError(f"mask token {token!r}: set dllm.mask_token, e.g. '<|mask|>' (LLaDA: '<|mdm_mask|>').")
+    tokenizer.add_special_tokens({'mask_token': token})    # adds `token` to the vocabulary only when it is missing
+    mask_id = tokenizer.convert_tokens_to_ids(token)
     n_rows = model.get_input_embeddings().num_embeddings
     if mask_id >= n_rows: model.resize_token_embeddings(max(len(tokenizer), mask_id + 1))
     return mask_id
+
+# %% ../nbs/07_models.ipynb
+def gguf_cache_dir() -> Path:
+    "Where converted `.gguf` checkpoints live: `$DLLM_NB_CACHE`, else `$HF_HOME/dllm_nb/gguf`."
+    from huggingface_hub.constants import HF_HOME
+    return Path(os.environ.get('DLLM_NB_CACHE') or Path(HF_HOME) / 'dllm_nb' / 'gguf')
+
+def gguf_to_hf(path: Union[str, Path], cache_dir: Optional[Union[str, Path]] = None) -> Path:
+    "An HF folder (fp32 weights + tokenizer) holding the dequantised `.gguf` at `path`; converted once, then cached."
+    from transformers import AutoTokenizer
+    path = Path(path).resolve()
+    if not path.is_file(): raise FileNotFoundError(f"model.path={str(path)!r}: no such .gguf file.")
+    st = path.stat()
+    key = hashlib.sha1(f'{path}:{st.st_size}:{st.st_mtime_ns}'.encode()).hexdigest()[:10]
+    out = Path(cache_dir or gguf_cache_dir()) / f'{path.stem}-{key}'
+    if (out / 'config.json').exists(): return out
+    print(f'converting {path.name} (GGUF) to an HF folder at {out} (once; later runs reuse it) ...', flush=True)
+    kw = dict(gguf_file=path.name)
+    try: tok = AutoTokenizer.from_pretrained(str(path.parent), **kw)
+    except ImportError as e: raise ImportError(f"loading {path.name} needs the gguf extra: pip install -e '.[gguf]' ({e})") from e
+    gguf_model = AutoModelForCausalLM.from_pretrained(str(path.parent), dtype=torch.float32, **kw)
+    config = copy.deepcopy(gguf_model.config)
+    if hasattr(config, 'quantization_config'): del config.quantization_config   # "quantized with gguf": not serializable
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.load_state_dict(gguf_model.state_dict())
+    for k in ('bos_token_id', 'eos_token_id', 'pad_token_id'):   # HF ids = the tokenizer's (else generate stops wrongly)
+        setattr(model.config, k, getattr(tok, k)); setattr(model.generation_config, k, getattr(tok, k))
+    tmp = out.with_name(out.name + f'.tmp{os.getpid()}')
+    model.save_pretrained(tmp); tok.save_pretrained(tmp)
+    if out.exists(): shutil.rmtree(tmp)                        # a concurrent conversion won the race: keep its folder
+    else: tmp.replace(out)
+    print(f'converted {path.name}: {sum(p.numel() for p in model.parameters()) / 1e6:.0f}M parameters', flush=True)
+    return out
 
 # %% ../nbs/07_models.ipynb
 MaskLike = Union[Tensor, BlockMask]
@@ -145,6 +180,7 @@ class _DLLMWrapper(nn.Module):
         "Rebuild a model written by `save_pretrained`."
         path = Path(path)
         settings = json.loads((path / DLLM_CONFIG_NAME).read_text())
+        settings.pop('run', None)                   # how it was trained (dllm_nb.train): not a constructor argument
         if (saved := settings.pop('model_class')) != cls.__name__:
             raise ValueError(f"{path} holds a {saved}, not a {cls.__name__}; load it with {saved}.from_pretrained.")
         model = cls(build_backbone(path, attn_implementation, dtype), **settings)

@@ -4,38 +4,102 @@
 
 # %% ../nbs/11_train.ipynb 2
 from __future__ import annotations
-import argparse, os, sys, time
+import argparse, os, shlex, sys, time
 from pathlib import Path
 import torch
-from .config import ConfigError, config_keys, load_config, save_config
+from .config import ConfigError, config_help, load_config, save_config
 
 # %% auto 0
-__all__ = ['parse_args', 'export_final', 'summarize', 'report_builtin', 'main']
+__all__ = ['parse_args', 'list_keys', 'resume_command', 'run_metadata', 'model_card', 'export_final', 'summarize',
+           'report_builtin', 'main']
 
 # %% ../nbs/11_train.ipynb
 def parse_args(argv=None) -> argparse.Namespace:
+    "Options and `key=value` overrides in any order (`--eval-n 0 data.val_size=0` works)."
     ap = argparse.ArgumentParser(prog='python -m dllm_nb.train', description='dLLM supervised fine-tuning.',
                                  epilog='overrides: dotted key=value pairs, e.g. dllm.mode=mdlm train.max_steps=50')
     ap.add_argument('--config', default=None, help='YAML preset (a path, or a name under configs/); default: built-in defaults')
     ap.add_argument('--print-config', action='store_true', help='print the resolved config and exit')
-    ap.add_argument('--list-keys', action='store_true', help='list every config key with its type and exit')
+    ap.add_argument('--list-keys', action='store_true', help='list every config key with its type, default and meaning, and exit')
     ap.add_argument('--stop-at', type=int, default=None, help='stop after this step, as a preemption would (resume later)')
     ap.add_argument('--eval-n', type=int, default=100, help='built-in data: test examples per task scored at the end (0 = skip)')
+    ap.add_argument('--debug', action='store_true', help='show tracebacks instead of one-line errors (or DLLM_NB_DEBUG=1)')
     ap.add_argument('overrides', nargs='*', help='key=value overrides')
-    return ap.parse_args(argv)
+    return ap.parse_intermixed_args(argv)
+
+def list_keys() -> str:
+    "One line per config key: name, type, default and what it does."
+    rows = [(k, t, repr(d) if isinstance(d, str) else str(d), note) for k, (t, d, note) in config_help().items()]
+    w = [max(len(r[i]) for r in rows) for i in range(3)]
+    return '\n'.join(f"{k:<{w[0]}}  {t:<{w[1]}}  = {d:<{w[2]}}  {note}".rstrip() for k, t, d, note in rows)
+
+def resume_command(argv=None) -> str:
+    "The command that resumes this run: the same arguments, without `--stop-at`/`train.resume`, plus `train.resume=auto`."
+    argv, out, skip = list(sys.argv[1:] if argv is None else argv), [], False
+    for a in argv:
+        if skip: skip = False; continue
+        if a == '--stop-at': skip = True; continue
+        if a.startswith(('--stop-at=', 'train.resume=', 'train.overwrite=')): continue
+        out.append(a)
+    W = int(os.environ.get('WORLD_SIZE', 1))
+    head = ['torchrun', f'--nproc_per_node={W}', '-m', 'dllm_nb.train'] if W > 1 else [sys.executable, '-m', 'dllm_nb.train']
+    return shlex.join(head + out + ['train.resume=auto'])
 
 # %% ../nbs/11_train.ipynb
+def run_metadata(trainer, mask_token_id) -> dict:
+    "What `final/dllm_config.json` records under `run`: how the model was trained and the sampler defaults to use."
+    cfg, d = trainer.cfg, trainer.cfg.dllm
+    longest = max((sum(m) for m in trainer.train_ds['loss_mask']), default=32)    # longest supervised reply + EOS
+    bs = d.block_size if d.mode != 'mdlm' else 8
+    return dict(mode=d.mode, block_size=d.block_size, mask_token=d.mask_token if mask_token_id is not None else None,
+                mask_token_id=mask_token_id, self_conditioning=d.mode == 'block_diffusion' and d.self_conditioning,
+                base_model=cfg.model.path, dataset=cfg.data.dataset, steps_trained=cfg.train.max_steps,
+                sampler=dict(max_new_tokens=-(-longest // bs) * bs, block_size=d.block_size, steps=None, temperature=0.0))
+
+def model_card(out_dir: Path, run: dict) -> str:
+    "A short README.md for `final/`: what it is and the exact command that samples it."
+    plain = ("its causal encoder was trained with a next-token loss, so plain `generate` also works left to right"
+             if run['mode'] == 'block_diffusion' else
+             "the backbone was trained bidirectional (`is_causal: false` in config.json), so left-to-right `generate` "
+             "is not how it samples: use the dllm_nb sampler")
+    mask = (f"mask token {run['mask_token']!r} = id {run['mask_token_id']}" if run['mask_token_id'] is not None else
+            "no mask token: corrupted with random tokens")
+    return f"""# dllm_nb {run['mode']} checkpoint
+
+A diffusion LM fine-tuned with [dllm_nb](https://github.com/dllm-nb/dllm_nb) in mode `{run['mode']}` (block size {run['block_size']},
+{mask}) from `{run['base_model'] or 'a from-scratch model'}` on `{run['dataset']}` for {run['steps_trained']} steps. `dllm_config.json` holds these settings and the sampler defaults.
+
+Sample it (nothing else is needed):
+
+```bash
+python -m dllm_nb.generate --checkpoint {out_dir.resolve()} --prompt "What is 12 + 30?"
+```
+
+Plain transformers: `AutoModelForCausalLM.from_pretrained("{out_dir.resolve()}")` loads the backbone with the
+tokenizer's bos/eos/pad ids in `config.json` and `generation_config.json`; {plain}.
+"""
+
 def export_final(trainer, out_dir: str | Path):
-    "Consolidate the trained model (gathering FSDP shards), save it with the tokenizer; rank 0 returns the model."
+    "Consolidate the trained model (gathering FSDP shards) and write a self-describing `final/`; rank 0 returns the model."
+    import json
     from dllm_nb.distributed import full_state_dict
+    from dllm_nb.models import DLLM_CONFIG_NAME
     from dllm_nb.trainer import build_model
-    out_dir = Path(out_dir)
+    out_dir, tok = Path(out_dir), trainer.tokenizer
     sd = full_state_dict(trainer.model)['model']                       # collective: every rank calls it
     if not trainer.dist.is_main: return None
-    model, _ = build_model(trainer.cfg, trainer.tokenizer)
+    model, mask_id = build_model(trainer.cfg, tok, verbose=False)
     model.load_state_dict(sd)
-    model.save_pretrained(out_dir)
-    trainer.tokenizer.save_pretrained(out_dir)
+    bb = getattr(model, 'backbone', None)                              # None: a DFlash drafter (its own config format)
+    for c in (bb.config, bb.generation_config) if bb is not None else ():  # HF ids = the tokenizer's: plain generate stops right
+        for k in ('bos_token_id', 'eos_token_id', 'pad_token_id'): setattr(c, k, getattr(tok, k))
+    model.save_pretrained(out_dir)                                     # weights + tokenizer only: optimizer state stays in checkpoints/
+    tok.save_pretrained(out_dir)
+    if bb is None: return model.eval()
+    run = run_metadata(trainer, mask_id)
+    meta = json.loads((out_dir / DLLM_CONFIG_NAME).read_text())
+    (out_dir / DLLM_CONFIG_NAME).write_text(json.dumps({**meta, 'run': run}, indent=2))
+    (out_dir / 'README.md').write_text(model_card(out_dir, run))
     return model.eval()
 
 # %% ../nbs/11_train.ipynb
@@ -61,39 +125,63 @@ def report_builtin(model, tokenizer, cfg, n: int = 100) -> dict:
     return res
 
 # %% ../nbs/11_train.ipynb
-def main(argv=None) -> int:
-    "CLI entry point; returns the exit status."
-    args = parse_args(argv)
-    if args.list_keys:
-        for k, t in config_keys().items(): print(f'{k}: {t}')
+def _run(cfg, args, dist_info, tic) -> int:
+    from dllm_nb.trainer import NonFiniteError, Trainer, list_checkpoints, weights_finite
+    trainer = Trainer(cfg, dist_info)
+    if dist_info.is_main:
+        Path(cfg.output_dir).mkdir(parents=True, exist_ok=True); save_config(cfg, Path(cfg.output_dir) / 'config.yaml')
+        print(f"dllm_nb.train: mode={cfg.dllm.mode} world_size={dist_info.world_size} train={len(trainer.train_ds)} "
+              f"val={len(trainer.val_ds) if trainer.val_ds is not None else 0} "
+              f"params={trainer.num_params / 1e6:.2f}M")
+    records = trainer.fit(stop_at=args.stop_at)
+    if args.stop_at is not None and args.stop_at < cfg.train.max_steps:
+        if dist_info.is_main: print(f'stopped at step {args.stop_at} as asked; resume with train.resume=auto')
         return 0
-    try: cfg = load_config(args.config, args.overrides)
-    except (ConfigError, FileNotFoundError) as e:
-        print(f'error: {e}', file=sys.stderr); return 2
-    if args.print_config:
-        import yaml; from dllm_nb.config import config_to_dict
-        print(yaml.safe_dump(config_to_dict(cfg), sort_keys=False)); return 0
-    from dllm_nb.distributed import cleanup, init_distributed
-    from dllm_nb.trainer import Trainer
-    dist_info, tic = init_distributed(), time.perf_counter()
-    try:
-        trainer = Trainer(cfg, dist_info)
-        if dist_info.is_main:
-            Path(cfg.output_dir).mkdir(parents=True, exist_ok=True); save_config(cfg, Path(cfg.output_dir) / 'config.yaml')
-            print(f"dllm_nb.train: mode={cfg.dllm.mode} world_size={dist_info.world_size} train={len(trainer.train_ds)} "
-                  f"val={len(trainer.val_ds) if trainer.val_ds is not None else 0} "
-                  f"params={trainer.num_params / 1e6:.2f}M")
-        records = trainer.fit(stop_at=args.stop_at)
-        if args.stop_at is not None and args.stop_at < cfg.train.max_steps:
-            if dist_info.is_main: print(f'stopped at step {args.stop_at} as asked; resume with train.resume=auto')
-            return 0
-        model = export_final(trainer, Path(cfg.output_dir) / 'final')
-        if dist_info.is_main:
-            print(summarize(records))
-            print(f"saved {Path(cfg.output_dir) / 'final'} after {time.perf_counter() - tic:.0f} s")
-            if cfg.data.dataset.startswith('builtin:') and args.eval_n: report_builtin(model, trainer.tokenizer, cfg, args.eval_n)
-    finally: cleanup()
+    if not weights_finite(trainer.model):                              # never export a non-finite model
+        good = [p for p in list_checkpoints(cfg.output_dir) if not (p / 'NONFINITE').exists()]
+        raise NonFiniteError(f"the final weights hold NaN/inf, so {Path(cfg.output_dir) / 'final'} was not written; "
+                             f"last finite checkpoint: {good[-1] if good else 'none'}")
+    model = export_final(trainer, Path(cfg.output_dir) / 'final')
+    if dist_info.is_main:
+        print(summarize(records))
+        print(f"saved {Path(cfg.output_dir) / 'final'} after {time.perf_counter() - tic:.0f} s")
+        if cfg.data.dataset.startswith('builtin:') and args.eval_n and cfg.dllm.mode != 'dflash': report_builtin(model, trainer.tokenizer, cfg, args.eval_n)
     return 0
+
+def _interrupted(cfg, argv) -> str:
+    from dllm_nb.trainer import list_checkpoints
+    ck = [p for p in list_checkpoints(cfg.output_dir) if not (p / 'NONFINITE').exists()]
+    where = f"last complete checkpoint: {ck[-1]}" if ck else "no complete checkpoint yet (a resume starts fresh)"
+    return f"interrupted; {where}; resume with: {resume_command(argv)}"
+
+def main(argv=None) -> int:
+    "CLI entry point; returns the exit status: 2 bad config/data/paths, 3 training diverged (NaN/inf), 130 Ctrl-C."
+    args = parse_args(argv)
+    if args.list_keys: print(list_keys()); return 0
+    debug, rank0 = args.debug or os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0'), int(os.environ.get('RANK', 0)) == 0
+    from dllm_nb.data import DataError
+    from dllm_nb.trainer import NonFiniteError, preflight
+    def fail(e, code: int) -> int:
+        if debug: raise e
+        if rank0: print(f'error: {e}', file=sys.stderr, flush=True)
+        return code
+    try:
+        cfg = load_config(args.config, args.overrides)
+        if args.print_config:
+            import yaml; from dllm_nb.config import config_to_dict
+            print(yaml.safe_dump(config_to_dict(cfg), sort_keys=False)); return 0
+        preflight(cfg, rank0)                                          # output_dir, model path, extras: before any setup
+    except (ConfigError, FileNotFoundError) as e: return fail(e, 2)
+    from dllm_nb.distributed import cleanup, init_distributed
+    dist_info, tic = init_distributed(timeout_s=cfg.train.dist_timeout_s), time.perf_counter()
+    try: return _run(cfg, args, dist_info, tic)
+    except KeyboardInterrupt:
+        if debug: raise
+        if rank0: print(_interrupted(cfg, argv), file=sys.stderr, flush=True)
+        return 130
+    except (ConfigError, DataError, FileNotFoundError) as e: return fail(e, 2)
+    except NonFiniteError as e: return fail(e, 3)
+    finally: cleanup()
 
 # %% ../nbs/11_train.ipynb
 #| eval: false

@@ -4,19 +4,22 @@
 
 # %% ../nbs/09_trainer.ipynb 2
 from __future__ import annotations
-import json, math, os, re, shutil, time, warnings
+import json, logging, math, os, re, shutil, signal, time, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 import torch
 from torch import Tensor
-from .core import sample_seeds, stream_seed
+from .core import sample_seed, sample_seeds, stream_seed
 from .distributed import all_reduce_sum, clip_grad_norm_, set_grad_sync
 
+logger = logging.getLogger(__name__)
+
 # %% auto 0
-__all__ = ['lr_factor', 'step_denominators', 'StepResult', 'train_step', 'validate', 'memory_mb', 'MetricsLogger', 'read_metrics',
-           'plot_metrics', 'list_checkpoints', 'save_checkpoint', 'load_checkpoint', 'build_model', 'build_strategy',
-           'build_collator', 'load_datasets', 'Trainer']
+__all__ = ['logger', 'RUN_FILES', 'RESUME_SAFE_KEYS', 'lr_factor', 'step_denominators', 'StepResult', 'train_step', 'validate',
+           'memory_mb', 'MetricsLogger', 'read_metrics', 'plot_metrics', 'list_checkpoints', 'save_checkpoint',
+           'load_checkpoint', 'build_model', 'build_strategy', 'build_collator', 'load_datasets', 'preflight',
+           'Trainer', 'config_changes', 'NonFiniteError', 'weights_finite', 'DeferredInterrupt']
 
 # %% ../nbs/09_trainer.ipynb
 def lr_factor(step: int, warmup_steps: int, max_steps: int, min_lr_ratio: float = 0.1) -> float:
@@ -38,6 +41,7 @@ class StepResult:
     "Per-step numbers, already reduced over micro-batches and ranks."
     loss: float; dllm_loss: float; ar_loss: float; grad_norm: float
     num_diffusion: int; num_ar: int; tokens: int; supervised_tokens: int
+    skipped: bool = False                    # loss or grad norm was NaN/inf: the optimizer step was not taken
 
 def _reduced(parts: list, all_reduce: Callable) -> Tensor:
     "`[3]` = Σ over micro-batches and ranks of (loss, dllm_loss, ar_loss); each part is local sum / global count."
@@ -58,30 +62,29 @@ def train_step(model, strategy, optimizer, batches: list[dict], seeds: list[Tens
         parts.append(p)
     params = [p for p in model.parameters() if p.requires_grad]
     gn = clip_grad_norm_(params, grad_clip or float('inf'))             # inf: measure the norm, clip nothing
-    optimizer.step(); optimizer.zero_grad(set_to_none=True)
-    if scheduler is not None: scheduler.step()
-    loss, dllm, ar = _reduced(parts, all_reduce).tolist()
+    loss, dllm, ar = _reduced(parts, all_reduce).tolist()              # the same on every rank, as is gn
+    ok = math.isfinite(loss) and math.isfinite(float(gn))               # no extra sync: both are already reduced
+    if ok: optimizer.step()                                            # a non-finite step changes no weight
+    optimizer.zero_grad(set_to_none=True)
+    if scheduler is not None:                                          # the schedule advances even on a skipped step
+        with warnings.catch_warnings():
+            warnings.filterwarnings('ignore', message=r'Detected call of `lr_scheduler\.step\(\)` before')
+            scheduler.step()
     toks = all_reduce(torch.stack([sum(b['attention_mask'].sum() for b in batches).cpu(),
                                    sum(b['loss_mask'].sum() for b in batches).cpu()]).long())
-    return StepResult(loss, dllm, ar, float(gn), int(nd), int(na), int(toks[0]), int(toks[1]))
+    return StepResult(loss, dllm, ar, float(gn), int(nd), int(na), int(toks[0]), int(toks[1]), skipped=not ok)
 
 # %% ../nbs/09_trainer.ipynb
 @torch.no_grad()
 def validate(model, strategy, batches: list[dict], seeds: list[Tensor], all_reduce: Callable = all_reduce_sum) -> dict:
-    "Token-weighted validation loss over `batches` (one micro-batch per rank each); model left in train mode."
+    "Validation loss of all `batches` of all ranks as one step (global denominators); model left in train mode."
     was_training = model.training
     model.eval()
-    tot = torch.zeros(4)                                               # Σ w*loss, Σ w*dllm, Σ w*ar, Σ w
-    for b, s in zip(batches, seeds):
-        b = strategy.prepare_batch(b, s)
-        nd, na = step_denominators(strategy, [b], all_reduce)
-        loss, dllm, ar = _reduced([strategy.loss(model, b, nd, na)], all_reduce)
-        w = float(nd)
-        tot += torch.tensor([w * loss, w * dllm, w * ar, w])
+    batches = [strategy.prepare_batch(b, s) for b, s in zip(batches, seeds)]
+    nd, na = step_denominators(strategy, batches, all_reduce)          # ranks may hold different numbers of batches
+    loss, dllm, ar = _reduced([strategy.loss(model, b, nd, na) for b in batches] or [[None] * 3], all_reduce).tolist()
     model.train(was_training)
-    w = max(float(tot[3]), 1.0)
-    return dict(val_loss=float(tot[0]) / w, val_dllm_loss=float(tot[1]) / w, val_ar_loss=float(tot[2]) / w,
-                val_tokens=int(tot[3]))
+    return dict(val_loss=loss, val_dllm_loss=dllm, val_ar_loss=ar, val_tokens=int(nd))
 
 # %% ../nbs/09_trainer.ipynb
 def memory_mb(device: torch.device | str = 'cpu') -> float:
@@ -142,9 +145,11 @@ def _barrier():
     if dist.is_available() and dist.is_initialized(): dist.barrier()
 
 # %% ../nbs/09_trainer.ipynb
+def _finite_checkpoints(run_dir) -> list[Path]: return [p for p in list_checkpoints(run_dir) if not (p / 'NONFINITE').exists()]
+
 def save_checkpoint(run_dir: str | Path, step: int, model, optimizer, trainer_state: dict, keep_last: int = 2,
-                    is_main: bool = True) -> Path:
-    "Sharded, atomic checkpoint of model + optimizer (+ `trainer_state` on rank 0); prunes to `keep_last`."
+                    is_main: bool = True, finite: bool = True) -> Path:
+    "Sharded, atomic checkpoint (+ `trainer_state` on rank 0); prunes to `keep_last`, never the newest finite one."
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import get_state_dict
     run_dir = Path(run_dir); final, tmp = run_dir / f'ckpt-{step:07d}', run_dir / f'.ckpt-{step:07d}.tmp'
@@ -157,9 +162,12 @@ def save_checkpoint(run_dir: str | Path, step: int, model, optimizer, trainer_st
     _barrier()
     if is_main:
         torch.save(trainer_state, tmp / 'trainer_state.pt')
+        if not finite: (tmp / 'NONFINITE').write_text('some weights are NaN/inf\n')
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)                                          # atomic: resume never sees a half checkpoint
-        for old in list_checkpoints(run_dir)[:-keep_last] if keep_last > 0 else []: shutil.rmtree(old)
+        keep = set(list_checkpoints(run_dir)[-keep_last:] + _finite_checkpoints(run_dir)[-1:])
+        for old in list_checkpoints(run_dir):
+            if old not in keep: shutil.rmtree(old)
     _barrier()
     return final
 
@@ -176,22 +184,27 @@ def load_checkpoint(path: str | Path, model, optimizer) -> dict:
     return torch.load(Path(path) / 'trainer_state.pt', weights_only=False)
 
 # %% ../nbs/09_trainer.ipynb
-def build_model(cfg, tokenizer):
-    "`(model, mask_token_id)` for `cfg` (a `dllm_nb.config.Config`): backbone + mode wrapper, fp32 weights."
+def build_model(cfg, tokenizer, verbose: bool = True):
+    "`(model, mask_token_id)` for `cfg` (a `dllm_nb.config.Config`): backbone + mode wrapper, fp32 (master) weights."
     from dllm_nb.models import BlockDiffusionLM, MaskedDiffusionLM, add_mask_token, build_backbone, tiny_config
     m, d = cfg.model, cfg.dllm
+    if d.mode == 'dflash': from dllm_nb.dflash import build_dflash_model; return build_dflash_model(cfg, tokenizer)
     if m.path is None:
         conf = tiny_config(m.arch, vocab_size=m.vocab_size or len(tokenizer), hidden_size=m.hidden_size,
                            num_layers=m.num_layers, num_heads=m.num_heads, num_kv_heads=m.num_kv_heads,
                            intermediate_size=m.intermediate_size or 3 * m.hidden_size)
         backbone = build_backbone(conf, attn_implementation=m.attn_implementation)
-    else:
+    else:   # a local folder, a hub id or a .gguf file (converted once, cached)
         backbone = build_backbone(m.path, attn_implementation=m.attn_implementation, trust_remote_code=m.trust_remote_code)
     if len(tokenizer) > backbone.get_input_embeddings().num_embeddings:   # tokens the tokenizer gained (pad, roles)
         backbone.resize_token_embeddings(len(tokenizer))
-    if d.mode == 'block_diffusion':
+    if d.mode == 'block_diffusion':   # corrupts with random tokens: no mask token, no resize
         return BlockDiffusionLM(backbone, self_conditioning=d.self_conditioning), None
+    n_vocab = len(tokenizer)
     mask_id = add_mask_token(backbone, tokenizer, d.mask_token)
+    if verbose and int(os.environ.get('RANK', 0)) == 0:
+        how = f'added (vocabulary {n_vocab} -> {len(tokenizer)})' if len(tokenizer) > n_vocab else 'already in the vocabulary'
+        print(f'mask token {d.mask_token!r} = id {mask_id}, {how}')
     if d.mode == 'idlm':
         from dllm_nb.idlm import IntrospectiveDiffusionLM
         return IntrospectiveDiffusionLM(backbone, block_size=d.block_size), mask_id
@@ -202,6 +215,7 @@ def build_strategy(cfg, tokenizer, mask_token_id, vocab_size: int):
     from dllm_nb.strategies import get_strategy
     import dllm_nb.idlm   # registers the 'idlm' strategy
     d = cfg.dllm
+    if d.mode == 'dflash': from dllm_nb.dflash import dflash_strategy; return dflash_strategy(cfg, tokenizer)
     return get_strategy(d.mode, mask_token_id=mask_token_id, vocab_size=vocab_size, block_size=d.block_size,
                         eps=d.eps, t_sampling=d.t_sampling, pad_token_id=tokenizer.pad_token_id,
                         half_life_ratio=d.half_life_ratio, ar_loss_alpha=d.ar_loss_alpha,
@@ -216,13 +230,13 @@ def build_collator(cfg, tokenizer):
     from dllm_nb.collate import DLLMCollator
     d = cfg.dllm
     return DLLMCollator(tokenizer.pad_token_id, tokenizer.eos_token_id,
-                        block_size=d.block_size if d.mode not in ('mdlm', 'idlm') else None,
+                        block_size=d.block_size if d.mode not in ('mdlm', 'idlm', 'dflash') else None,
                         pad_seq_len_divisible=cfg.data.pad_seq_len_divisible, supervise_padding=d.supervise_padding,
                         response_window=d.mode == 'block_diffusion')
 
 def load_datasets(cfg, tokenizer) -> tuple:
     "`(train, validation)` tokenised datasets; validation is `data.val_split` or `data.val_size` held-out train rows."
-    from dllm_nb.data import load_sft_dataset
+    from dllm_nb.data import DataError, load_sft_dataset
     dc, n = cfg.data, cfg.data.train_size
     kw = dict(tokenizer=tokenizer, max_len=dc.max_len, overlong=dc.overlong, mask_history=dc.mask_history,
               num_proc=dc.num_proc if dc.num_proc > 1 else None, seed=cfg.seed)
@@ -231,11 +245,59 @@ def load_datasets(cfg, tokenizer) -> tuple:
     val = load_sft_dataset(dc.dataset, dc.val_split, **kw) if dc.val_split else None
     if val is None and dc.val_size:
         if dc.val_size >= len(train):
-            raise ValueError(f"data.val_size={dc.val_size} holds out the whole training set ({len(train)} examples); lower it.")
+            raise DataError(f"{dc.dataset}: data.val_size={dc.val_size} would hold out all {len(train)} usable training "
+                            "examples; lower data.val_size (0 = no validation) or add data")
         split = train.train_test_split(test_size=dc.val_size, seed=cfg.seed, shuffle=True)
         train, val = split['train'], split['test']
     if n is not None: train = train.select(range(min(n, len(train))))
+    G = cfg.train.global_batch_size
+    if len(train) < G:
+        logger.warning(f"{dc.dataset}: {len(train)} training example(s) but train.global_batch_size={G}: every step "
+                       f"repeats each example about {G / len(train):.0f} times; lower the batch size or add data")
     return train, val
+
+# %% ../nbs/09_trainer.ipynb
+RUN_FILES = ('metrics.jsonl', 'config.yaml', 'loss_curve.png', 'final', 'tb')   # what a run writes besides checkpoints
+
+def _is_run_file(p: Path) -> bool: return p.name in RUN_FILES or bool(re.match(r'^\.?ckpt-\d+', p.name))
+
+def _output_dir_problems(cfg, is_main: bool) -> list[str]:
+    d, t = Path(cfg.output_dir), cfg.train
+    if d.exists() and not d.is_dir(): return [f"output_dir={str(d)!r} is a file, not a folder; choose another output_dir"]
+    first = next(p for p in [d, *d.absolute().parents] if p.exists())  # the folder that output_dir will be created in
+    if not first.is_dir(): return [f"output_dir={str(d)!r} lies under the file {str(first)!r}; choose another output_dir"]
+    if not os.access(first, os.W_OK | os.X_OK): return [f"output_dir={str(d)!r}: {str(first)!r} is not writable; choose another output_dir"]
+    old = sorted(p.name for p in d.iterdir()) if d.is_dir() else []
+    if not old or t.resume: return []
+    if not t.overwrite:
+        return [f"output_dir={str(d)!r} already holds a run ({', '.join(old[:4])}{', ...' if len(old) > 4 else ''}); resume it "
+                "with train.resume=auto, choose a new output_dir, or set train.overwrite=true to delete that run first"]
+    if is_main:                                                        # only what a run writes, never other files
+        for p in filter(_is_run_file, d.iterdir()): shutil.rmtree(p) if p.is_dir() else p.unlink()
+        print(f"train.overwrite=true: deleted the previous run in {d}", flush=True)
+    return []
+
+def _model_path_problem(key: str, path: str | None) -> str | None:
+    if path is None or Path(path).expanduser().exists(): return None
+    if path.startswith(('.', '/', '~')) or not re.fullmatch(r'[\w.-]+(/[\w.-]+)?', path):
+        return f"{key}={path!r} does not exist; give a local checkpoint folder (with config.json) or a hub id like 'org/name'"
+    if os.environ.get('HF_HUB_OFFLINE', '').lower() in ('1', 'true', 'yes', 'on'):
+        from huggingface_hub import try_to_load_from_cache
+        if not isinstance(try_to_load_from_cache(path, 'config.json'), str):
+            return f"{key}={path!r} is not a local folder nor a hub model in the cache, and HF_HUB_OFFLINE is set; download it first"
+    return None
+
+def preflight(cfg, is_main: bool = True) -> None:
+    "Check what would otherwise fail after minutes of setup (output_dir, model paths, optional packages); `ConfigError`."
+    import importlib.util
+    from dllm_nb.config import ConfigError
+    problems = [q for q in [_model_path_problem('model.path', cfg.model.path),
+                            _model_path_problem('model.tokenizer', cfg.model.tokenizer)] if q]
+    if cfg.train.tensorboard and importlib.util.find_spec('tensorboard') is None:
+        problems.append("train.tensorboard=true needs the tensorboard package: pip install 'dllm_nb[tensorboard]' "
+                        "(or set train.tensorboard=false)")
+    problems += _output_dir_problems(cfg, is_main and not problems)    # deletes an old run (overwrite) only if all is well
+    if problems: raise ConfigError(problems)
 
 # %% ../nbs/09_trainer.ipynb
 class Trainer:
@@ -256,6 +318,7 @@ class Trainer:
         self.num_params = sum(p.numel() for p in self.model.parameters())
         self.mp_dtype = torch.bfloat16 if cfg.model.dtype == 'bfloat16' else None   # compute dtype; weights stay fp32
         self.model = wrap_model(self.model, self.dist, fsdp=cfg.train.fsdp, mp_dtype=self.mp_dtype)
+        if cfg.train.compile: self.model.compile()                     # in place: state-dict keys stay the same
         t = cfg.train
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=t.lr, betas=tuple(t.betas), weight_decay=t.weight_decay,
                                            fused=True)                 # one kernel for all parameters: ~4x faster here
@@ -287,67 +350,165 @@ class Trainer:
 # %% ../nbs/09_trainer.ipynb
 def _val_batches(self) -> tuple[list[dict], list[Tensor]]:
     "This rank's fixed validation micro-batches and their seeds (the `validation` stream of the base seed)."
-    if self.val_ds is None or not self.cfg.train.eval_batches: return [], []
-    b, W, r = self.cfg.train.micro_batch_size, self.dist.world_size, self.dist.rank
-    G, n = b * W, len(self.val_ds)
-    steps = min(self.cfg.train.eval_batches, n // G)
-    if steps == 0: raise ValueError(f"the validation set has {n} examples, fewer than one batch of {G}; raise data.val_size.")
+    t, W, r = self.cfg.train, self.dist.world_size, self.dist.rank
+    if self.val_ds is None or not t.eval_batches: return [], []
+    n = min(len(self.val_ds), t.eval_batches * t.global_batch_size)     # the same examples on any number of ranks
+    if n < W: raise ValueError(f"the validation set has {n} examples, fewer than the {W} processes; raise data.val_size.")
+    lo, hi = r * n // W, (r + 1) * n // W                               # this rank's contiguous chunk
     base = stream_seed(self.cfg.seed, 'validation')
-    idx = [list(range(s * G + r * b, s * G + (r + 1) * b)) for s in range(steps)]
-    batches = [dict(self.collate(self.val_ds, i), global_index=torch.arange(r * b, (r + 1) * b), global_batch_size=G) for i in idx]
-    return batches, [sample_seeds(s, G, r, W, 0, b, base) for s in range(steps)]
+    idx = [list(range(s, min(s + t.micro_batch_size, hi))) for s in range(lo, hi, t.micro_batch_size)]
+    batches = [dict(self.collate(self.val_ds, i), global_index=torch.tensor(i), global_batch_size=n) for i in idx]
+    return batches, [torch.tensor([sample_seed(0, n, 0, 1, 0, n, k, base) for k in i]) for i in idx]
 
 def _trainer_state(self, step: int) -> dict:
     return dict(step=step, sampler=self.sampler.state_dict(), scheduler=self.scheduler.state_dict(),
                 torch_rng=torch.get_rng_state(), config=self.cfg)
 
+# keys that can change between a run and its resumption without changing a single number of the run
+RESUME_SAFE_KEYS = ('output_dir', 'train.resume', 'train.resume_strict', 'train.overwrite', 'train.log_every',
+                    'train.eval_every', 'train.eval_batches', 'train.save_every', 'train.keep_last', 'train.tensorboard',
+                    'train.max_bad_steps', 'train.dist_timeout_s', 'train.micro_batch_size', 'train.fsdp',
+                    'train.compile', 'data.num_proc')
+
+def config_changes(old, new) -> list[str]:
+    "`key: old -> new` for every config key (outside `RESUME_SAFE_KEYS`) whose value differs between two configs."
+    from dllm_nb.config import config_keys
+    def get(cfg, key):
+        for k in key.split('.'): cfg = getattr(cfg, k, None)
+        return list(cfg) if isinstance(cfg, tuple) else cfg
+    return [f"{k}: {get(old, k)!r} -> {get(new, k)!r}" for k in config_keys()
+            if k not in RESUME_SAFE_KEYS and get(old, k) != get(new, k)]
+
+def _restore(self, path: Path) -> dict:
+    st = torch.load(Path(path) / 'trainer_state.pt', weights_only=False)   # small: read (and compare) it first
+    changes = config_changes(st['config'], self.cfg) if self.cfg.train.resume_strict else []
+    if changes:
+        from dllm_nb.config import ConfigError
+        raise ConfigError([f"{path} was trained with other values of {len(changes)} key(s) that change the run, so "
+                           "resuming would not continue it exactly; restore them, use a new output_dir, or set "
+                           "train.resume_strict=false to continue anyway", *changes])
+    if not (Path(path) / '.metadata').exists(): raise FileNotFoundError(f"{Path(path) / '.metadata'} is missing")
+    load_checkpoint(path, self.model, self.optimizer)
+    return st
+
+def _why(e: BaseException) -> str:
+    "`Type: first line` of an exception; for dcp's CheckpointException, of the first rank's underlying error."
+    fails = getattr(e, 'failures', None)
+    if fails: e = next(iter(fails.values())); e = e[0] if isinstance(e, tuple) else e
+    msg = str(e).strip().splitlines() or (['a file is truncated'] if isinstance(e, EOFError) else [])
+    return f"{type(e).__name__}: {msg[0][:160]}" if msg else type(e).__name__
+
 def _maybe_resume(self) -> int:
-    "Restore the newest (or the given) checkpoint when `train.resume` is set; return the first step to run."
-    r = self.cfg.train.resume
+    "Restore the newest loadable (or the given) checkpoint when `train.resume` is set; return the first step to run."
+    from dllm_nb.config import ConfigError
+    r, say = self.cfg.train.resume, (lambda m: print(m, flush=True)) if self.dist.is_main else (lambda m: None)
     if not r: return 0
-    path = (list_checkpoints(self.run_dir) or [None])[-1] if r == 'auto' else Path(r)
-    if path is None: return 0
-    st = load_checkpoint(path, self.model, self.optimizer)
+    cands = _finite_checkpoints(self.run_dir)[::-1] if r == 'auto' else [Path(r)]
+    if not cands: say(f'train.resume=auto: no checkpoint in {self.run_dir}; starting fresh'); return 0
+    for path in cands:
+        try: st, err = _restore(self, path), None
+        except (ConfigError, KeyboardInterrupt, SystemExit): raise
+        except BaseException as e: st, err = None, _why(e)                 # dcp's CheckpointException is a BaseException
+        if not int(all_reduce_sum(torch.tensor(int(err is not None)))):   # every rank agrees on the checkpoint
+            break
+        if r != 'auto': raise RuntimeError(f"checkpoint {path} cannot be loaded ({err}); give another checkpoint "
+                                           "or train.resume=auto")
+        say(f"warning: checkpoint {path} is broken ({err}); falling back to an older one")
+    else:
+        raise RuntimeError(f"no checkpoint in {self.run_dir} can be loaded (see the warnings above); "
+                           "give a checkpoint path in train.resume, or start over in a new output_dir")
     self.sampler.load_state_dict(st['sampler']); self.scheduler.load_state_dict(st['scheduler'])
     torch.set_rng_state(st['torch_rng'])
-    if not self.quiet and self.dist.is_main: print(f'resumed from {path} at step {st["step"]}')
+    if not self.quiet: say(f'resumed from {path} at step {st["step"]}')
     return st['step']
 
 Trainer.val_batches, Trainer.trainer_state, Trainer.maybe_resume = _val_batches, _trainer_state, _maybe_resume
 
 # %% ../nbs/09_trainer.ipynb
+class NonFiniteError(RuntimeError):
+    "Training stopped: the loss or gradient norm was NaN/inf for `train.max_bad_steps` steps in a row."
+
+def weights_finite(model) -> bool:
+    "True when every parameter (every shard, on every rank) is finite; one reduction."
+    local = lambda p: p.detach().to_local() if hasattr(p, 'to_local') else p.detach()   # FSDP2: this rank's shard
+    bad = sum((~torch.isfinite(local(p))).sum().cpu() for p in model.parameters())
+    return int(all_reduce_sum(torch.as_tensor(bad).long())) == 0
+
+class DeferredInterrupt:
+    "One process: the first Ctrl-C only sets `requested` (the loop saves and stops at the step's end); a second one interrupts."
+    def __init__(self, enabled: bool = True): self.enabled, self.requested, self.old = enabled, False, None
+    def _handler(self, signum, frame):
+        self.requested = True
+        signal.signal(signal.SIGINT, self.old)                           # a second Ctrl-C interrupts at once
+    def __enter__(self):
+        import threading
+        if self.enabled and threading.current_thread() is threading.main_thread():
+            self.old = signal.signal(signal.SIGINT, self._handler)
+        return self
+    def __exit__(self, *exc):
+        if self.old is not None: signal.signal(signal.SIGINT, self.old)
+
+def _trim_metrics(run_dir: Path, start: int):
+    "Keep only the records of `metrics.jsonl` up to step `start` (a fresh start keeps none), so steps never repeat."
+    p = Path(run_dir) / 'metrics.jsonl'
+    if p.exists(): p.write_text(''.join(json.dumps(r) + '\n' for r in read_metrics(run_dir) if start and r['step'] <= start))
+
 def _fit(self, stop_at: int | None = None) -> list[dict]:
     "Train to `max_steps` (resuming if asked; `stop_at` ends early, as a kill would); returns this run's records."
     from tqdm.auto import tqdm
     t, start = self.cfg.train, self.maybe_resume()
     val = self.val_batches()
     self.run_dir.mkdir(parents=True, exist_ok=True)
+    if self.dist.is_main: _trim_metrics(self.run_dir, start)           # a resumed run re-logs the steps after its checkpoint
     bar = tqdm(total=t.max_steps, initial=start, disable=self.quiet or not self.dist.is_main, desc='train')
-    records, tic = [], time.perf_counter()
+    records, self._tic, bad = [], time.perf_counter(), 0               # bad: consecutive non-finite steps
     self.model.train()
     if start == 0 and t.eval_every and val[0]:                          # the starting point of the validation curve
         rec0 = validate(self.model, self.strategy, *val)
         self.logger.log(0, rec0, echo=None if self.quiet else bar.write); records.append(dict(step=0, **rec0))
-    for step in range(start, min(t.max_steps, stop_at or t.max_steps)):
-        self.sampler.step = step + 1                                    # a checkpoint of this step resumes at the next
-        mbs = self.sampler.micro_batches(step)
-        with self.autocast():
-            res = train_step(self.model, self.strategy, self.optimizer, [self.micro_batch(m) for m in mbs],
-                             [m.seeds(self.cfg.seed) for m in mbs], self.dist.world_size, t.grad_clip, scheduler=self.scheduler)
-        dt, tic = time.perf_counter() - tic, time.perf_counter()
-        rec = dict(loss=res.loss, dllm_loss=res.dllm_loss, ar_loss=res.ar_loss, grad_norm=res.grad_norm,
-                   lr=self.scheduler.get_last_lr()[0], tokens_per_step=res.tokens, tps=res.tokens / dt,
-                   supervised_tokens=res.supervised_tokens, mem=memory_mb(self.dist.device), mode=self.cfg.dllm.mode)
-        if t.eval_every and val[0] and ((step + 1) % t.eval_every == 0 or step + 1 == t.max_steps):
-            rec.update(validate(self.model, self.strategy, *val))
-        if (step + 1) % t.log_every == 0 or 'val_loss' in rec or step + 1 == t.max_steps:
-            self.logger.log(step + 1, rec, echo=None if self.quiet else bar.write)
-        records.append(dict(step=step + 1, **rec)); bar.update(1)
-        if t.save_every and (step + 1) % t.save_every == 0 or step + 1 == t.max_steps:
-            save_checkpoint(self.run_dir, step + 1, self.model, self.optimizer, self.trainer_state(step + 1), t.keep_last,
-                            self.dist.is_main)
-    bar.close()
+    # with torchrun every process gets the signal at its own moment, so only one process defers Ctrl-C to a step end
+    with DeferredInterrupt(self.dist.world_size == 1) as intr:
+        try:
+            for step in range(start, min(t.max_steps, stop_at or t.max_steps)):
+                rec = self.fit_step(step, val, bad, bar)
+                bad = bad + 1 if rec.get('skipped') else 0
+                if bad >= t.max_bad_steps: raise NonFiniteError(self.diverged(step + 1, bad))
+                records.append(dict(step=step + 1, **rec)); bar.update(1)
+                last = step + 1 == t.max_steps
+                if t.save_every and (step + 1) % t.save_every == 0 or last or intr.requested:
+                    save_checkpoint(self.run_dir, step + 1, self.model, self.optimizer, self.trainer_state(step + 1),
+                                    t.keep_last, self.dist.is_main, finite=weights_finite(self.model))
+                if intr.requested: raise KeyboardInterrupt
+        finally: bar.close()
     if self.dist.is_main: plot_metrics(read_metrics(self.run_dir), self.run_dir / 'loss_curve.png')
     return records
 
-Trainer.fit = _fit
+def _fit_step(self, step: int, val, bad: int, bar) -> dict:
+    "One optimizer step (skipped if non-finite), validation and logging; returns the step's record."
+    t = self.cfg.train
+    self.sampler.step = step + 1                                        # a checkpoint of this step resumes at the next
+    mbs = self.sampler.micro_batches(step)
+    with self.autocast():
+        res = train_step(self.model, self.strategy, self.optimizer, [self.micro_batch(m) for m in mbs],
+                         [m.seeds(self.cfg.seed) for m in mbs], self.dist.world_size, t.grad_clip, scheduler=self.scheduler)
+    dt, self._tic = time.perf_counter() - self._tic, time.perf_counter()  # since the previous step ended
+    rec = dict(loss=res.loss, dllm_loss=res.dllm_loss, ar_loss=res.ar_loss, grad_norm=res.grad_norm,
+               lr=self.scheduler.get_last_lr()[0], tokens_per_step=res.tokens, tps=res.tokens / dt,
+               supervised_tokens=res.supervised_tokens, mem=memory_mb(self.dist.device), mode=self.cfg.dllm.mode)
+    if res.skipped:
+        rec['skipped'] = 1
+        if self.dist.is_main: bar.write(f"step {step + 1}: loss={res.loss:.4g} grad_norm={res.grad_norm:.4g} is not finite; "
+                                        f"optimizer step skipped ({bad + 1} in a row, train.max_bad_steps={t.max_bad_steps})")
+    if t.eval_every and val[0] and ((step + 1) % t.eval_every == 0 or step + 1 == t.max_steps):
+        rec.update(validate(self.model, self.strategy, *val))
+    if (step + 1) % t.log_every == 0 or 'val_loss' in rec or step + 1 == t.max_steps or res.skipped:
+        self.logger.log(step + 1, rec, echo=None if self.quiet else bar.write)
+    return rec
+
+def _diverged(self, step: int, bad: int) -> str:
+    good = _finite_checkpoints(self.run_dir)
+    return (f"stopped at step {step}: loss or gradient norm NaN/inf for {bad} steps in a row "
+            f"(train.max_bad_steps={self.cfg.train.max_bad_steps}); last finite checkpoint: {good[-1] if good else 'none'}. "
+            "Lower train.lr or check the data")
+
+Trainer.fit, Trainer.fit_step, Trainer.diverged = _fit, _fit_step, _diverged

@@ -78,7 +78,7 @@ def test_all_problems_in_one_error():
     assert len(p) == 7, p
     assert "did you mean 'train.max_steps'" in p[0]
     assert "train.lr='fast' is not a valid float" in p[1]
-    assert "not one of ['mdlm', 'hybrid', 'block_diffusion', 'idlm']" in p[2]
+    assert "not one of ['mdlm', 'hybrid', 'block_diffusion', 'idlm', 'dflash']" in p[2]
     assert "'model' is a section" in p[3]
     assert 'not key=value' in p[4]
     assert any('seed=-1' in x for x in p) and any('micro_batch_size * world_size = 3 * 1' in x for x in p)

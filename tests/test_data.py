@@ -7,8 +7,8 @@ from datasets import Dataset
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from dllm_nb.data import (END, ROLE_TOKENS, SPECIAL_TOKENS, asset_dir, build_tokenizer, builtin_examples,
-                          ensure_chat_tokens, load_sft_dataset, load_tokenizer, task_answer, task_examples,
-                          tokenize_example)
+                          ensure_chat_tokens, has_generation_tags, load_sft_dataset, load_tokenizer, task_answer,
+                          task_examples, tokenize_example)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,13 +53,14 @@ def test_tokenizer_rebuild_is_identical(tmp_path, tok):
     assert tok('Answer: 1998')['input_ids'][-4:] == [tok.convert_tokens_to_ids(d) for d in '1998']
 
 
-def test_foreign_tokenizer_gets_pad_mask_and_template(tmp_path, tok):
+def test_foreign_tokenizer_gets_pad_and_template_not_mask(tmp_path, tok):
+    "load_tokenizer adds pad/EOS and the tagged template when missing; the mask token is dllm.mask_token's, at model build."
     from tokenizers import Tokenizer
     from transformers import PreTrainedTokenizerFast
     bare = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_str(tok.backend_tokenizer.to_str()), eos_token='<|endoftext|>')
     bare.save_pretrained(tmp_path)
     t = load_tokenizer(tmp_path)
-    assert t.pad_token_id == 0 and t.mask_token_id == 2 and 'generation' in t.chat_template
+    assert t.pad_token_id == 0 and t.mask_token is None and has_generation_tags(t.chat_template)
     assert tokenize_example(dict(prompt='hi', response='ok'), t) == tokenize_example(dict(prompt='hi', response='ok'), tok)
 
 
@@ -128,8 +129,8 @@ def test_overlong_policy_counts(tok, caplog):
     assert cut.sft_info['n_overlong'] == n_long and len(cut) == 100
     assert cut['input_ids'] == [x[:L] for x in full['input_ids']]
     assert cut['loss_mask'] == [m[:L] for m in full['loss_mask']]
-    short = load_sft_dataset('builtin:default', 'test', tok, max_len=5, overlong='truncate', sizes=dict(test=50))
-    assert short.sft_info['n_unsupervised'] == 100  # the prompt alone is longer than 5 tokens
+    with pytest.raises(ValueError, match='all 100 examples are left with no supervised token'):  # prompts > 5 tokens
+        load_sft_dataset('builtin:default', 'test', tok, max_len=5, overlong='truncate', sizes=dict(test=50))
 
 
 def test_jsonl_parquet_roundtrip(tmp_path, tok):

@@ -43,11 +43,13 @@ def test_mdlm_batch_invariance(prompts, seed, mode):
         assert generate_mdlm(MDLM, [p], 10, 4, 6, MASK, seeds=[s], **kw).sequences[0] == both.sequences[b]
 
 
-@settings(max_examples=6, deadline=None)
-@given(prompts=prompt_lists, seed=st.integers(0, 1000), temperature=st.sampled_from([0.0, 1.0]))
-def test_block_diffusion_batch_invariance_and_cache(prompts, seed, temperature):
+@settings(max_examples=8, deadline=None)
+@given(prompts=prompt_lists, seed=st.integers(0, 1000), temperature=st.sampled_from([0.0, 1.0]),
+       threshold=st.sampled_from([None, 0.03, 0.0]), window=st.sampled_from([None, 1, 4]))
+def test_block_diffusion_batch_invariance_and_cache(prompts, seed, temperature, threshold, window):
     seeds = [seed + 7 * i for i in range(len(prompts))]
-    kw = dict(max_blocks=3, block_size=3, steps_per_block=3, temperature=temperature)
+    kw = dict(max_blocks=3, block_size=3, steps_per_block=3, temperature=temperature, threshold=threshold,
+              sliding_window=window)
     both = generate_block_diffusion(BD, prompts, **kw, seeds=seeds)
     assert torch.equal(both.canvas, generate_block_diffusion(BD, prompts, **kw, seeds=seeds, use_cache=False).canvas)
     for b, (p, s) in enumerate(zip(prompts, seeds)):
@@ -61,6 +63,95 @@ def test_cached_equals_reencode_across_archs(arch):
     kw = dict(max_new_tokens=14, block_size=4, steps_per_block=4, temperature=1.0, seeds=[1, 2, 3])
     a, b = generate_block_diffusion(m, prompts, **kw), generate_block_diffusion(m, prompts, **kw, use_cache=False)
     assert torch.equal(a.canvas, b.canvas) and a.canvas.shape == (3, 14) and a.nfe == b.nfe
+
+
+@pytest.mark.parametrize('temperature,steps', [(0.0, 4), (0.0, 8), (1.0, 3), (1.0, 4)])
+def test_block_threshold_one_is_the_schedule(temperature, steps):
+    "No probability is above 1: threshold 1 (or more) writes the schedule sampler's tokens with the same calls."
+    prompts, kw = [[5, 6, 7], [9], [10, 11, 12, 13]], dict(max_blocks=5, block_size=4, steps_per_block=steps,
+                                                            temperature=temperature, seeds=[4, 5, 6])
+    base = generate_block_diffusion(BD, prompts, **kw)
+    for th in (1.0, 1.5):
+        out = generate_block_diffusion(BD, prompts, **kw, threshold=th)
+        assert torch.equal(out.canvas, base.canvas) and out.nfe == base.nfe
+    assert generate_block_diffusion(BD, prompts, **kw, threshold=0.0).nfe == 5 < base.nfe   # one call per block
+
+
+def _reference_denoise_block(ctx, B, block_size, steps, vocab_size, gens, temperature=0.0, rec=None, start=0,
+                             device=None, threshold=None):
+    "The sampler before this change (every row runs every step of the block), plus the threshold: the naive reference."
+    from dllm_nb.core import randint_rows
+    from dllm_nb.generate import keep_schedule, predict_tokens, select_transfer
+    canvas = randint_rows(vocab_size, (B, block_size), gens, device)
+    final, active = canvas.clone(), torch.ones(B, dtype=torch.bool)
+    everything, prev_logits, prev_arg = torch.ones_like(canvas, dtype=torch.bool), None, None
+    for s, n_keep in enumerate(keep_schedule(block_size, steps)):
+        logits = ctx.logits(canvas, prev_logits).float()
+        x0, conf = predict_tokens(logits, temperature, gens)
+        noise, arg = randint_rows(vocab_size, (B, block_size), gens, device), logits.argmax(-1)
+        keep = select_transfer(conf, everything, n_keep) | (conf > (2.0 if threshold is None else threshold))
+        stable = (arg == prev_arg).all(-1) if prev_arg is not None else torch.zeros_like(active)
+        done = active & (stable | keep.all(-1))
+        keep = keep | done[:, None]
+        final = torch.where(done[:, None], x0, final)
+        canvas = torch.where(active[:, None], torch.where(keep, x0, noise), canvas)
+        active, prev_logits, prev_arg = active & ~done, logits, arg
+        if not active.any(): break
+    return final, s + 1
+
+
+@pytest.mark.parametrize('temperature,steps,threshold,use_cache', [(0.0, 4, None, True), (1.0, 3, None, True),
+                                                                   (0.0, 8, 0.03, True), (1.0, 4, 0.02, False)])
+def test_block_sampler_equals_naive_reference(monkeypatch, temperature, steps, threshold, use_cache):
+    "Rows that finish sit out the block's later steps: same tokens and calls as running every row every step."
+    import dllm_nb.generate as G
+    prompts = [[5, 6, 7], [9], [10, 11, 12, 13], [14, 15]]
+    kw = dict(max_blocks=5, block_size=4, steps_per_block=steps, temperature=temperature, seeds=[4, 5, 6, 7],
+              threshold=threshold, use_cache=use_cache)
+    fast = generate_block_diffusion(BD, prompts, **kw)
+    monkeypatch.setattr(G, 'denoise_block', _reference_denoise_block)
+    ref = generate_block_diffusion(BD, prompts, **kw)
+    assert torch.equal(fast.canvas, ref.canvas) and fast.nfe == ref.nfe
+
+
+def test_block_threshold_commits_confident_tokens():
+    "A model sure of token 9 everywhere: with a threshold every block ends after one call, all 9s; without, later."
+    m = _model(BlockDiffusionLM, seed=8)
+    _boost(m, 9, by=30.0)
+    kw = dict(max_blocks=4, block_size=4, steps_per_block=4, seeds=[1, 2])
+    out = generate_block_diffusion(m, [[5, 6], [7]], **kw, threshold=0.9)
+    assert out.nfe == 4 and (out.canvas == 9).all()
+    assert generate_block_diffusion(m, [[5, 6], [7]], **kw).nfe == 8                 # argmax repeats after 2 calls
+
+
+def _training_logits(model, prompts, blocks, canvas, w):
+    "Canvas logits of the block after `blocks` in the training geometry (prompt = prefix, blocks + canvas = response)."
+    from dllm_nb.generate import right_pad
+    from dllm_nb.masks import build_batched_block_mask, build_encoder_mask
+    from dllm_nb.models import canvas_position_ids
+    k, (B, b) = len(blocks), canvas.shape
+    ids, _ = right_pad([p + torch.cat(blocks + [canvas], 1)[i].tolist() for i, p in enumerate(prompts)])
+    P, R = torch.tensor([len(p) for p in prompts]), b * (k + 1)
+    am = (torch.arange(ids.shape[1])[None] < (P + R)[:, None]).long()
+    can = torch.cat([torch.zeros(B, b * k, dtype=torch.long), canvas], 1)
+    with torch.no_grad():
+        out = model(ids, can, build_encoder_mask(am, w), build_batched_block_mask(P, torch.full_like(P, R), ids.shape[1],
+                    b, w), canvas_position_ids(P, R))
+    return out.logits[:, b * k:]
+
+
+@pytest.mark.parametrize('window', [1, 2, 5, 9, None])
+def test_sliding_window_sampler_equals_training_forward(window):
+    from dllm_nb.generate import CachedContext, ReencodeContext
+    g = torch.Generator().manual_seed(window or 0)
+    prompts = [[5, 6, 7], [8, 9, 10, 11, 12, 13, 14], [15]]
+    blocks = [torch.randint(3, V, (3, 3), generator=g) for _ in range(3)]
+    canvas = torch.randint(3, V, (3, 3), generator=g)
+    want = _training_logits(BD, prompts, blocks, canvas, window)
+    for ctx in (CachedContext(BD, prompts, window), ReencodeContext(BD, prompts, window), CachedContext(BD, prompts)):
+        for blk in blocks: ctx.commit(blk)
+        with torch.no_grad(): err = (ctx.logits(canvas) - want).abs().max().item()
+        assert err < 1e-6 if ctx.w == window else err > 1e-5      # the window-blind context must fail the check
 
 
 def test_wrong_bidirectional_model_breaks_equality_check():

@@ -22,6 +22,7 @@ def run(mode, micro, dist_info, out_dir):
             'model.num_kv_heads=1', 'data.train_size=32', 'data.val_size=8', 'train.global_batch_size=8',
             f'train.micro_batch_size={micro}', 'train.max_steps=1', 'train.warmup_steps=0',
             f'output_dir={out_dir}'] + (['dllm.t_sampling=stratified'] if mode == 'mdlm' else [])  # stratified t too
+    if mode == 'dflash': over += [f"dflash.target={os.environ['DFLASH_TARGET']}", 'dflash.block_size=4']  # a saved causal LM
     tr = Trainer(load_config(None, over, world_size=dist_info.world_size), dist_info, quiet=True)
     opt = torch.optim.SGD(tr.model.parameters(), lr=1.0)
     before = {n: full(p.detach()).clone() for n, p in tr.model.named_parameters()}

@@ -1,0 +1,78 @@
+"""DFlash end to end through the CLIs: `dllm.mode=dflash` training against a saved tiny target, the drafter's `final/`,
+and `python -m dllm_nb.generate --speculative` (lossless against the target's own greedy decoding)."""
+import json, os, subprocess, sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, 'OMP_NUM_THREADS': '1', 'PYTHONPATH': str(ROOT), 'TOKENIZERS_PARALLELISM': 'false'}
+TINY = ['data.train_size=48', 'data.val_size=8', 'train.global_batch_size=8', 'train.micro_batch_size=4',
+        'train.warmup_steps=1', 'train.eval_every=2', 'train.eval_batches=1', 'train.log_every=1', 'train.save_every=2',
+        'dflash.block_size=4', 'dflash.num_blocks_per_sample=4', 'dflash.layer_ids=0,1']
+
+
+def run(args, timeout=600):
+    r = subprocess.run([sys.executable, *args], env=ENV, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    assert r.returncode == 0, f'{args}\n--- stdout\n{r.stdout[-3000:]}\n--- stderr\n{r.stderr[-5000:]}'
+    return r
+
+
+def make_target(path: Path):
+    from dllm_nb.data import load_tokenizer
+    from dllm_nb.models import build_backbone, tiny_config
+    tok = load_tokenizer()
+    torch.manual_seed(0)
+    build_backbone(tiny_config('llama', vocab_size=len(tok), hidden_size=32, num_layers=2, num_heads=2,
+                               num_kv_heads=1)).save_pretrained(path)
+    tok.save_pretrained(path)
+    return tok
+
+
+def test_dflash_cli_train_and_speculative(tmp_path):
+    from dllm_nb.dflash import DFlashDrafter, speculative_generate, target_greedy
+    from dllm_nb.generate import encode_prompts
+    tok = make_target(tmp_path / 'target')
+    target_bytes = {p.name: p.read_bytes() for p in (tmp_path / 'target').iterdir()}
+    r = run(['-m', 'dllm_nb.train', 'dllm.mode=dflash', f'dflash.target={tmp_path}/target', f'output_dir={tmp_path}/run',
+             'train.max_steps=3', *TINY])
+    assert 'mode=dflash' in r.stdout and 'validation loss' in r.stdout
+    final = tmp_path / 'run' / 'final'
+    names = sorted(p.name for p in final.iterdir())
+    assert 'drafter.safetensors' in names and 'model.safetensors' not in names, names      # the target is not saved
+    conf = json.loads((final / 'dflash_config.json').read_text())
+    assert conf['target'] == str((tmp_path / 'target').resolve()) and conf['layer_ids'] == [0, 1]
+    assert {p.name: p.read_bytes() for p in (tmp_path / 'target').iterdir()} == target_bytes    # the target is untouched
+    prompts = ['What is 123 + 456?', 'Reverse the words: cat dog sun']
+    g = run(['-m', 'dllm_nb.generate', '--checkpoint', str(final), '--speculative', '--max-new-tokens', '12',
+             *sum((['--prompt', p] for p in prompts), [])])
+    assert 'mean acceptance length' in g.stdout and all(f'{p} -> ' in g.stdout for p in prompts)
+    drafter = DFlashDrafter.from_pretrained(final)
+    ids = encode_prompts(prompts, tok)
+    out = speculative_generate(drafter, ids, 12, tok.eos_token_id)
+    assert out.sequences == target_greedy(drafter.target, ids, 12, tok.eos_token_id)
+
+
+def test_dflash_config_errors():
+    from dllm_nb.config import ConfigError, load_config
+    try: load_config(None, ['dllm.mode=dflash', 'dflash.block_size=1'], world_size=1)
+    except ConfigError as e: msg = str(e)
+    else: raise AssertionError('no error')
+    assert 'dflash.target' in msg and 'dflash.block_size=1' in msg
+
+
+def test_dflash_split_invariance_across_processes(tmp_path):
+    "dflash step: (1 proc, bs 8) == (1 proc, acc 4, bs 2) == (2 torchrun procs with FSDP2, bs 2): loss, weight sum, grads."
+    make_target(tmp_path / 'target')
+    script, env = str(ROOT / 'tests' / 'scripts' / 'split_step.py'), {'DFLASH_TARGET': str(tmp_path / 'target')}
+    torchrun = ['-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2']
+    for args in ([script, str(tmp_path / 'a.pt'), '8', 'dflash'], [script, str(tmp_path / 'b.pt'), '2', 'dflash'],
+                 torchrun + [script, str(tmp_path / 'c.pt'), '2', 'dflash']):
+        r = subprocess.run([sys.executable, *args], env={**ENV, **env}, capture_output=True, text=True, timeout=600, cwd=ROOT)
+        assert r.returncode == 0, f'{args}\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}'
+    a, b, c = (torch.load(tmp_path / f'{k}.pt')['dflash'] for k in 'abc')
+    assert a['grads'] and not any('target' in n or 'embed_tokens' in n for n in a['grads'])
+    for other in (b, c):
+        assert other['num_diffusion'] == a['num_diffusion'] and abs(other['loss'] - a['loss']) <= 1e-5 * abs(a['loss'])
+        for n, g in a['grads'].items():
+            assert (other['grads'][n] - g).abs().max() <= 1e-5 * g.abs().max() + 1e-7, n

@@ -1,0 +1,437 @@
+"""Issue 13, "nothing silent, nothing lost": bad input, faults and misuse get a clear answer before any work, and a
+run never destroys its own good state. One test (or one parametrised case) per row of the issue.
+
+Subprocesses only where the CLI process itself is the subject (exit code, one-line stderr, Ctrl-C, torchrun);
+the rest call the library or `main()` in-process. Whole file: about a minute on one core.
+"""
+import ast, json, os, re, signal, subprocess, sys, time
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, 'OMP_NUM_THREADS': '1', 'PYTHONPATH': str(ROOT), 'TOKENIZERS_PARALLELISM': 'false'}
+ENV.pop('DLLM_NB_DEBUG', None)
+TINY = ['dllm.mode=mdlm', 'model.hidden_size=32', 'model.num_layers=1', 'model.num_heads=2', 'model.num_kv_heads=1',
+        'data.train_size=16', 'data.val_size=8', 'train.global_batch_size=4', 'train.micro_batch_size=2',
+        'train.warmup_steps=1', 'train.eval_every=0', 'train.log_every=1', 'train.save_every=2', 'train.keep_last=2',
+        'train.max_steps=6']
+ROW = {'messages': [{'role': 'user', 'content': 'What is 1 + 2?'}, {'role': 'assistant', 'content': 'Answer: 3'}]}
+
+
+def cli(args, timeout=120, **kw):
+    return subprocess.run([sys.executable, *args], env=ENV, capture_output=True, text=True, cwd=ROOT, timeout=timeout, **kw)
+
+
+def one_error_line(r) -> str:
+    "The CLI's stderr holds exactly one `error: ...` line and no traceback."
+    lines = [l for l in r.stderr.splitlines() if l.startswith('error:')]
+    assert 'Traceback' not in r.stderr and len(lines) == 1, r.stderr[-3000:]
+    return lines[0]
+
+
+@pytest.fixture(scope='module')
+def tok():
+    from dllm_nb.data import load_tokenizer
+    return load_tokenizer()
+
+
+def cfg_of(tmp, *over):
+    from dllm_nb.config import load_config
+    return load_config(None, TINY + [f'output_dir={tmp}', *over])
+
+
+# ---------------------------------------------------------------- data, model and paths (exit 2, one line, no setup)
+def write_rows(path, rows): path.write_text(''.join(json.dumps(r) + '\n' for r in rows)); return path
+
+@pytest.mark.parametrize('name, content, expect', [
+    ('badjson.jsonl', b'{"prompt": "a", "response": "b"}\n{"prompt": "a", "response": "b"}\n{"prompt": "a", "resp\n',
+     r'badjson\.jsonl:3: invalid JSON \(.*column \d+\); fix or delete the line'),
+    ('empty.jsonl', b'', r'empty\.jsonl: the file is empty'),
+    ('blank.jsonl', b'\n  \n', r'blank\.jsonl: the file is empty'),
+    ('latin1.jsonl', b'{"prompt": "ok", "response": "b"}\n{"prompt": "caf\xe9", "response": "b"}\n',
+     r'latin1\.jsonl:2: byte 0xe9 at column 16 is not UTF-8; re-save the file as UTF-8'),
+    ('list.jsonl', b'[1, 2]\n', r'list\.jsonl:1: expected a JSON object'),
+    ('mixed.jsonl', b'{"prompt": "a", "response": "b"}\n{"prompt": ["x"], "response": "b"}\n', r'mixed\.jsonl: the rows do not share one schema'),
+])
+def test_bad_jsonl_names_file_and_line(tmp_path, tok, name, content, expect):
+    from dllm_nb.data import DataError, load_sft_dataset
+    (tmp_path / name).write_bytes(content)
+    with pytest.raises(DataError, match=expect): load_sft_dataset(tmp_path / name, tokenizer=tok)
+
+
+def test_bad_row_names_1_based_line(tmp_path, tok):
+    from dllm_nb.data import DataError, load_sft_dataset
+    rows = [ROW] * 5; rows[3] = {'messages': [{'role': 'user', 'content': 'hi'}, {'role': 'bot', 'content': 'x'}]}
+    p = tmp_path / 'd.jsonl'; p.write_text('\n'.join(json.dumps(r) for r in rows[:2]) + '\n\n' + '\n'.join(json.dumps(r) for r in rows[2:]))
+    with pytest.raises(DataError, match=r"d\.jsonl:5: example 3: messages\[1\]\['role'\] = 'bot'"):   # line 5: a blank line 3
+        load_sft_dataset(p, tokenizer=tok)
+
+
+def test_every_example_overlong_says_so(tmp_path, tok):
+    from dllm_nb.data import DataError, load_sft_dataset
+    p = write_rows(tmp_path / 'd.jsonl', [ROW] * 3)
+    with pytest.raises(DataError, match=r'all 3 examples are longer than max_len=4 tokens \(the shortest has \d+\); '
+                                        r'raise data\.max_len to at least \d+ or set data\.overlong=truncate'):
+        load_sft_dataset(p, tokenizer=tok, max_len=4)
+
+
+def test_truncate_to_nothing_is_dropped_and_counted(tmp_path, tok, caplog):
+    from dllm_nb.data import DataError, load_sft_dataset
+    long_prompt = {'messages': [{'role': 'user', 'content': 'word ' * 40}, {'role': 'assistant', 'content': 'ok'}]}
+    p = write_rows(tmp_path / 'd.jsonl', [ROW, long_prompt, ROW])
+    ds = load_sft_dataset(p, tokenizer=tok, max_len=30, overlong='truncate')
+    assert len(ds) == 2 and ds.sft_info['n_unsupervised'] == 1 and all(any(m) for m in ds['loss_mask'])
+    assert '1 truncated examples kept no supervised token' in caplog.text
+    with pytest.raises(DataError, match='no supervised token after truncation'):
+        load_sft_dataset(write_rows(tmp_path / 'e.jsonl', [long_prompt]), tokenizer=tok, max_len=30, overlong='truncate')
+
+
+def test_tiny_dataset_big_batch_warns(tmp_path, caplog):
+    from dllm_nb.data import load_tokenizer
+    from dllm_nb.trainer import load_datasets
+    cfg = cfg_of(tmp_path, f'data.dataset={write_rows(tmp_path / "one.jsonl", [ROW])}', 'data.val_size=0',
+                 'data.train_size=null', 'train.global_batch_size=32', 'train.micro_batch_size=16')
+    train, val = load_datasets(cfg, load_tokenizer())
+    assert len(train) == 1 and val is None
+    assert '1 training example(s) but train.global_batch_size=32: every step repeats each example about 32 times' in caplog.text
+
+
+def test_val_size_message_names_the_real_problem(tmp_path):
+    from dllm_nb.data import DataError, load_tokenizer
+    from dllm_nb.trainer import load_datasets
+    cfg = cfg_of(tmp_path, f'data.dataset={write_rows(tmp_path / "d.jsonl", [ROW] * 3)}', 'data.train_size=null')
+    with pytest.raises(DataError, match=r'data\.val_size=8 would hold out all 3 usable training examples'):
+        load_datasets(cfg, load_tokenizer())
+
+
+def test_cli_bad_data_is_one_line_exit_2(tmp_path):
+    "The CLI prints the DataError as one line (no traceback), exit 2, nothing trained; --debug shows the traceback."
+    from dllm_nb.data import DataError
+    from dllm_nb.train import main
+    data = tmp_path / 'd.jsonl'; data.write_text(json.dumps(ROW) + '\n{"messages": [}\n')
+    args = ['-m', 'dllm_nb.train', f'data.dataset={data}', f'output_dir={tmp_path / "run"}', *TINY[:5]]
+    r = cli(args)
+    assert r.returncode == 2
+    assert one_error_line(r) == f'error: {data}:2: invalid JSON (Expecting value, column 15); fix or delete the line'
+    assert not (tmp_path / 'run' / 'metrics.jsonl').exists()
+    with pytest.raises(DataError): main(args[2:] + ['--debug'])        # in-process: the traceback is the exception
+
+
+def test_cli_preflight_before_any_setup(tmp_path):
+    "Missing model.path, missing tensorboard package and a file as output_dir: all named at once, in about a second."
+    (tmp_path / 'file').write_text('x')
+    t = time.perf_counter()
+    r = cli(['-m', 'dllm_nb.train', f'model.path={tmp_path}/no/such/model', 'train.tensorboard=true',
+             f'output_dir={tmp_path / "file"}'])
+    assert r.returncode == 2, r.stderr
+    assert f"model.path='{tmp_path}/no/such/model' does not exist" in r.stderr
+    assert f"output_dir='{tmp_path / 'file'}' is a file" in r.stderr
+    import importlib.util
+    if importlib.util.find_spec('tensorboard') is None: assert "pip install 'dllm_nb[tensorboard]'" in r.stderr
+    assert 'Traceback' not in r.stderr and time.perf_counter() - t < 60
+
+
+def test_output_dir_not_writable_or_under_a_file(tmp_path):
+    from dllm_nb.config import ConfigError
+    from dllm_nb.trainer import preflight
+    (tmp_path / 'f').write_text('x')
+    with pytest.raises(ConfigError, match="lies under the file"): preflight(cfg_of(tmp_path / 'f' / 'run'))
+    if os.geteuid() != 0:                                             # root may write anywhere
+        ro = tmp_path / 'ro'; ro.mkdir(); ro.chmod(0o500)
+        with pytest.raises(ConfigError, match='is not writable'): preflight(cfg_of(ro / 'run'))
+
+
+def test_cli_eval_rejects_unknown_task_before_loading(tmp_path, monkeypatch, capsys):
+    import dllm_nb.generate as G
+    from dllm_nb.eval import main
+    monkeypatch.setattr(G, 'load_checkpoint', lambda *a, **k: pytest.fail('loaded the model before checking --task'))
+    with pytest.raises(SystemExit) as e: main(['--checkpoint', str(tmp_path), '--task', 'multiplication'])
+    assert e.value.code == 2
+    assert "invalid choice: 'multiplication' (choose from 'addition', 'reverse')" in capsys.readouterr().err
+
+
+@pytest.fixture(scope='module')
+def tiny_export(tmp_path_factory):
+    "A tiny MDLM `final/` folder (random weights) and its tokenizer."
+    from dllm_nb.data import load_tokenizer
+    from dllm_nb.trainer import build_model
+    d, tok = tmp_path_factory.mktemp('final'), load_tokenizer()
+    model, _ = build_model(cfg_of(d), tok)
+    model.save_pretrained(d); tok.save_pretrained(d)
+    return d
+
+
+def test_generate_prompt_longer_than_positions_is_an_error(tiny_export, capsys):
+    from dllm_nb.generate import main
+    assert main(['--checkpoint', str(tiny_export), '--prompt', 'word ' * 600, '--max-new-tokens', '8']) == 2
+    err = capsys.readouterr().err
+    assert re.search(r"error: prompt 1 is \d+ tokens; with --max-new-tokens 8 that is \d+ > the model's 512 positions", err)
+
+
+def test_generate_truncated_final_says_so(tiny_export, tmp_path, capsys):
+    import shutil
+    from dllm_nb.generate import main
+    d = tmp_path / 'final'; shutil.copytree(tiny_export, d)
+    w = d / 'model.safetensors'; w.write_bytes(w.read_bytes()[:1000])
+    assert main(['--checkpoint', str(d), '--prompt', 'hi']) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f'error: {d} cannot be loaded (') and 'a file may be truncated' in err and len(err.splitlines()) == 1
+
+
+def test_generate_default_max_new_tokens_fits_builtin_answers(tok):
+    "The longest built-in response (worked steps + answer + EOS) fits the CLI's default --max-new-tokens."
+    from dllm_nb.data import TASKS, task_examples
+    from dllm_nb.generate import DEFAULT_MAX_NEW_TOKENS, _parser
+    n = _parser().parse_args(['--checkpoint', 'x']).max_new_tokens or DEFAULT_MAX_NEW_TOKENS   # no final/ run record
+    longest = max(len(tok(e['messages'][1]['content'])['input_ids']) + 1 for t in TASKS for e in task_examples(t, 'test'))
+    assert longest <= n, (longest, n)
+
+
+# ---------------------------------------------------------------- runs and checkpoints
+def nan_after(monkeypatch, k: int):
+    "Make the gradient norm NaN from the (k+1)-th step on (as a diverged run would report it)."
+    import dllm_nb.trainer as T
+    calls, real = [0], T.clip_grad_norm_
+    def fake(params, max_norm):
+        calls[0] += 1
+        gn = real(params, max_norm)
+        return gn * float('nan') if calls[0] > k else gn
+    monkeypatch.setattr(T, 'clip_grad_norm_', fake)
+
+
+def test_nonfinite_steps_skipped_then_stop(tmp_path, monkeypatch):
+    from dllm_nb.trainer import NonFiniteError, Trainer, list_checkpoints
+    nan_after(monkeypatch, 2)
+    tr = Trainer(cfg_of(tmp_path, 'train.max_bad_steps=3', 'train.save_every=1', 'train.keep_last=1'), quiet=True)
+    with pytest.raises(NonFiniteError, match=r'stopped at step 5: loss or gradient norm NaN/inf for 3 steps in a row '
+                                             r'\(train.max_bad_steps=3\); last finite checkpoint: .*ckpt-0000004'):
+        tr.fit()
+    assert all(torch.isfinite(p).all() for p in tr.model.parameters())        # skipped steps changed no weight
+    assert [p.name for p in list_checkpoints(tmp_path)] == ['ckpt-0000004']   # saved while skipping, still finite
+    recs = [json.loads(l) for l in (tmp_path / 'metrics.jsonl').read_text().splitlines()]
+    assert [r['step'] for r in recs if r.get('skipped')] == [3, 4, 5]
+
+
+def test_skipped_step_changes_no_weight(tmp_path, monkeypatch):
+    from dllm_nb.trainer import Trainer
+    nan_after(monkeypatch, 0)
+    tr = Trainer(cfg_of(tmp_path, 'train.max_bad_steps=2', 'train.save_every=0'), quiet=True)
+    w0 = [p.detach().clone() for p in tr.model.parameters()]
+    with pytest.raises(Exception): tr.fit()
+    assert all(torch.equal(a, b.detach()) for a, b in zip(w0, tr.model.parameters()))
+
+
+def test_last_finite_checkpoint_never_pruned(tmp_path):
+    from dllm_nb.trainer import list_checkpoints, save_checkpoint
+    m = torch.nn.Linear(2, 2); opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    save_checkpoint(tmp_path, 1, m, opt, {}, keep_last=1)
+    for s in (2, 3): save_checkpoint(tmp_path, s, m, opt, {}, keep_last=1, finite=False)
+    assert [p.name for p in list_checkpoints(tmp_path)] == ['ckpt-0000001', 'ckpt-0000003']
+    assert (tmp_path / 'ckpt-0000003' / 'NONFINITE').exists()
+
+
+def test_cli_never_exports_nonfinite_model(tmp_path, monkeypatch, capsys):
+    import dllm_nb.trainer as T
+    from dllm_nb.train import main
+    def fit(self, stop_at=None):
+        with torch.no_grad(): next(self.model.parameters()).fill_(float('nan'))
+        return []
+    monkeypatch.setattr(T.Trainer, 'fit', fit)
+    assert main([f'output_dir={tmp_path}', *TINY]) == 3
+    assert 'error: the final weights hold NaN/inf, so' in capsys.readouterr().err and not (tmp_path / 'final').exists()
+
+
+def test_reused_output_dir_refused_unless_resume_or_overwrite(tmp_path, capsys):
+    from dllm_nb.config import ConfigError
+    from dllm_nb.trainer import Trainer, list_checkpoints, preflight
+    Trainer(cfg_of(tmp_path, 'train.max_steps=2'), quiet=True).fit()
+    with pytest.raises(ConfigError, match=r"already holds a run \(ckpt-0000002, .*\); resume it with train.resume=auto, "
+                                          r"choose a new output_dir, or set train.overwrite=true"):
+        preflight(cfg_of(tmp_path))
+    preflight(cfg_of(tmp_path, 'train.resume=auto'))                   # fine
+    (tmp_path / 'notes.txt').write_text('mine')
+    preflight(cfg_of(tmp_path, 'train.overwrite=true'))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['notes.txt'] and not list_checkpoints(tmp_path)
+
+
+def test_resume_refuses_config_changes_that_break_exactness(tmp_path):
+    from dllm_nb.config import ConfigError
+    from dllm_nb.trainer import Trainer
+    Trainer(cfg_of(tmp_path), quiet=True).fit(stop_at=2)
+    changed = cfg_of(tmp_path, 'train.resume=auto', 'train.lr=0.01', 'seed=3', 'train.log_every=5')
+    with pytest.raises(ConfigError) as e: Trainer(changed, quiet=True).fit()
+    assert e.value.problems[1:] == ['train.lr: 0.003 -> 0.01', 'seed: 0 -> 3'], e.value.problems  # log_every is harmless
+    loose = cfg_of(tmp_path, 'train.resume=auto', 'train.lr=0.01', 'train.resume_strict=false')
+    assert [r['step'] for r in Trainer(loose, quiet=True).fit(stop_at=3) if 'loss' in r] == [3]
+
+
+def test_corrupt_latest_checkpoint_falls_back(tmp_path, capsys):
+    from dllm_nb.trainer import Trainer, read_metrics
+    full = Trainer(cfg_of(tmp_path / 'a'), quiet=True).fit()
+    Trainer(cfg_of(tmp_path / 'b'), quiet=True).fit(stop_at=4)
+    shard = next((tmp_path / 'b' / 'ckpt-0000004').glob('*.distcp'))
+    shard.write_bytes(shard.read_bytes()[:100])                        # truncated shard
+    res = Trainer(cfg_of(tmp_path / 'b', 'train.resume=auto'), quiet=True).fit()
+    out = capsys.readouterr().out
+    assert re.search(r'warning: checkpoint .*ckpt-0000004 is broken \(.+\); falling back to an older one', out), out
+    assert [r['step'] for r in res] == [3, 4, 5, 6]
+    assert [r['loss'] for r in res] == [r['loss'] for r in full if r['step'] >= 3]     # still exact
+    assert [r['step'] for r in read_metrics(tmp_path / 'b')] == [1, 2, 3, 4, 5, 6]   # no step logged twice
+    (tmp_path / 'b' / 'ckpt-0000006' / 'trainer_state.pt').write_bytes(b'not a zip')   # bad zip
+    (tmp_path / 'b' / 'ckpt-0000004' / '.metadata').unlink()                          # missing metadata
+    with pytest.raises(RuntimeError, match='no checkpoint in .* can be loaded'):
+        Trainer(cfg_of(tmp_path / 'b', 'train.resume=auto'), quiet=True).fit()
+    out = capsys.readouterr().out
+    assert 'ckpt-0000006 is broken' in out and 'ckpt-0000004 is broken' in out
+
+
+def test_resume_auto_without_checkpoint_says_so(tmp_path, capsys):
+    from dllm_nb.trainer import Trainer
+    recs = Trainer(cfg_of(tmp_path, 'train.resume=auto', 'train.max_steps=1'), quiet=True).fit()
+    assert f'train.resume=auto: no checkpoint in {tmp_path}; starting fresh' in capsys.readouterr().out
+    assert recs[-1]['step'] == 1
+
+
+def test_cli_ctrl_c_exit_130_names_checkpoint_and_resume(tmp_path):
+    out = tmp_path / 'run'
+    args = ['-m', 'dllm_nb.train', f'output_dir={out}', *TINY, 'train.max_steps=100000', 'train.save_every=1']
+    p = subprocess.Popen([sys.executable, *args], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        t = time.time()
+        while not list(out.glob('ckpt-*')) and time.time() - t < 120: time.sleep(0.2)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+    finally: p.kill()
+    assert p.returncode == 130, err[-2000:]
+    step = int(re.search(r'interrupted; last complete checkpoint: .*ckpt-(\d+);', err).group(1))
+    assert (out / f'ckpt-{step:07d}').exists() and step == max(r['step'] for r in map(json.loads, (out / 'metrics.jsonl').read_text().splitlines()))
+    last = [l for l in re.split(r'[\r\n]', err) if l.startswith('interrupted;')]
+    assert len(last) == 1, err[-2000:]
+    last = last[0]
+    o = re.escape(str(out))
+    assert re.fullmatch(rf'interrupted; last complete checkpoint: {o}/ckpt-\d+; resume with: \S+ -m dllm_nb.train '
+                        rf'output_dir={o} .* train.save_every=1 train.resume=auto', last), last
+    assert 'Traceback' not in err
+
+
+def test_validation_same_examples_any_world_size(tmp_path):
+    "1 vs 2 torchrun processes: the same validation loss; workers get PDEATHSIG and the configured pg timeout."
+    from dllm_nb.trainer import Trainer, validate
+    over = [*TINY, f'output_dir={tmp_path}', 'data.val_size=10', 'train.eval_batches=2', 'train.dist_timeout_s=77']
+    tr = Trainer(cfg_of(tmp_path, *over[len(TINY) + 1:]), quiet=True)                     # 1 process: here
+    (tmp_path / '1.json').write_text(json.dumps(validate(tr.model, tr.strategy, *tr.val_batches())))
+    script = str(ROOT / 'tests' / 'scripts' / 'val_world.py')
+    r = cli(['-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2', script, str(tmp_path / '2.json'), *over], timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    a, b = (json.loads((tmp_path / f'{k}.json').read_text()) for k in '12')
+    assert a['val_tokens'] == b['val_tokens'] > 0
+    assert b['val_loss'] == pytest.approx(a['val_loss'], rel=1e-5)
+    assert b['pdeathsig'] == signal.SIGTERM
+    if b['timeout_s'] is not None: assert b['timeout_s'] == 77
+
+
+# ---------------------------------------------------------------- packaging and CLI
+def _requirements() -> set[str]:
+    src = (ROOT / 'setup.py').read_text()
+    block = re.search(r'^requirements = \[(.*?)^\]', src, re.S | re.M).group(1)
+    return {re.split(r'[<>=\[ ]', s)[0].lower().replace('_', '-') for s in re.findall(r"'([^']+)'", block)}
+
+
+def test_every_runtime_import_is_an_install_requirement():
+    "Every third-party module dllm_nb/*.py imports belongs to a distribution in install_requires (fails on fastcore today)."
+    from importlib.metadata import packages_distributions
+    dists, reqs, missing = packages_distributions(), _requirements(), {}
+    optional = {'tensorboard'}                                         # extras, imported only when asked for
+    for f in sorted((ROOT / 'dllm_nb').glob('*.py')):
+        for node in ast.walk(ast.parse(f.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else [])
+            for top in {n.split('.')[0] for n in names}:
+                if top in sys.stdlib_module_names or top == 'dllm_nb' or top in optional: continue
+                ds = {d.lower().replace('_', '-') for d in dists.get(top, [top])}
+                if not ds & reqs and not _transitive(ds): missing.setdefault(top, f.name)
+    assert not missing, f'imported at runtime but not in install_requires: {missing}'
+
+
+def _transitive(ds):
+    "Modules shipped inside a required distribution's own requirement (e.g. huggingface_hub via transformers)."
+    from importlib.metadata import requires
+    out = set()
+    for r in _requirements():
+        try: out |= {re.split(r'[<>=!~;\[ ]', x)[0].lower().replace('_', '-') for x in (requires(r) or [])}
+        except Exception: pass
+    return ds & out
+
+
+def test_tensorboard_is_an_extra():
+    assert "'tensorboard': [" in (ROOT / 'setup.py').read_text()
+
+
+def test_compile_trains_on_cpu(tmp_path, monkeypatch):
+    """train.compile=true compiles the model in place (same checkpoint keys) and trains 2 finite steps on CPU.
+    Dynamo + AOTAutograd run for real; the `aot_eager` backend skips inductor's C++ build (~50 s on 2 cores)."""
+    from dllm_nb.trainer import Trainer
+    real = torch.nn.Module.compile
+    monkeypatch.setattr(torch.nn.Module, 'compile', lambda self, *a, **k: real(self, backend='aot_eager'))
+    tr = Trainer(cfg_of(tmp_path, 'train.compile=true', 'train.max_steps=2', 'train.save_every=0', 'data.val_size=0'),
+                 quiet=True)
+    assert tr.model._compiled_call_impl is not None
+    recs = tr.fit()
+    assert [r['step'] for r in recs] == [1, 2] and all(torch.isfinite(torch.tensor(r['loss'])) for r in recs)
+    assert not any('_orig_mod' in k for k in tr.model.state_dict())
+
+
+def test_overrides_after_options_and_debug_flag():
+    from dllm_nb.train import parse_args
+    a = parse_args(['--eval-n', '0', 'data.val_size=0', '--stop-at', '3', 'train.lr=1e-3', '--debug'])
+    assert (a.eval_n, a.stop_at, a.overrides, a.debug) == (0, 3, ['data.val_size=0', 'train.lr=1e-3'], True)
+
+
+def test_list_keys_type_default_description(capsys):
+    from dllm_nb.config import config_keys
+    from dllm_nb.train import main
+    assert main(['--list-keys']) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(config_keys()) and not any('<class' in l for l in lines)
+    assert re.fullmatch(r'train\.lr +float +\= 0\.003 +peak learning rate \(AdamW\)', next(l for l in lines if l.startswith('train.lr ')))
+    assert all(len(l.split('=', 1)[1].split()) >= 2 for l in lines), 'every key has a description'
+
+
+def test_resume_command_drops_stop_at(monkeypatch):
+    from dllm_nb.train import resume_command
+    monkeypatch.delenv('WORLD_SIZE', raising=False)
+    assert resume_command(['--config', 'c.yaml', '--stop-at', '5', 'train.resume=x', 'a.b=1']).endswith(
+        "-m dllm_nb.train --config c.yaml a.b=1 train.resume=auto")
+
+
+def test_readme_commands_use_the_venv_python():
+    "The manual commands (outside `make`) run with the project's venv, not a bare `python`/`torchrun` from PATH."
+    readme = (ROOT / 'README.md').read_text()
+    manual = readme[readme.index('## Training your own run'):readme.index('## Layout')]
+    cmds = re.findall(r'(?m)(?:^|`)((?:\S*/)?(?:python|torchrun) [^`\n]*-m dllm_nb[^`\n]*)', manual)
+    assert len(cmds) >= 5 and all(c.lstrip("`").startswith(".venv/bin/") for c in cmds), cmds
+    assert '--prompt "What is 123 + 456?"' in manual
+
+
+# ---------------------------------------------------------------- fuzz: a dataset or DataError, nothing else
+json_value = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                          lambda c: st.lists(c, max_size=3) | st.dictionaries(st.sampled_from(['messages', 'prompt', 'response', 'role', 'content', 'x']), c, max_size=3),
+                          max_leaves=8)
+message = st.fixed_dictionaries({'role': st.sampled_from(['user', 'assistant', 'system', 'bot']), 'content': st.text(max_size=6)})
+row = st.one_of(json_value, st.fixed_dictionaries({'messages': st.lists(message, max_size=3)}),
+                st.fixed_dictionaries({'prompt': st.text(max_size=6), 'response': st.text(max_size=6)}))
+line = st.one_of(row.map(json.dumps).map(str.encode), st.binary(max_size=12), st.just(b''))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(lines=st.lists(line, max_size=4))
+def test_fuzz_jsonl_loader(tmp_path_factory, tok, lines):
+    from dllm_nb.data import DataError, load_sft_dataset
+    p = tmp_path_factory.mktemp('fuzz') / 'f.jsonl'
+    p.write_bytes(b'\n'.join(lines))
+    try: ds = load_sft_dataset(p, tokenizer=tok, max_len=64)
+    except DataError as e: assert str(p) in str(e); return
+    assert len(ds) >= 1 and all(any(m) for m in ds['loss_mask'])
