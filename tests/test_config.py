@@ -16,7 +16,7 @@ WORLDS = {'default': (1, 2), 'mdlm_cpu': (1, 2), 'mdlm_tiny': (1, 2), 'hybrid_ti
           'diffusiongemma_sft': (1, 8, 16), 'smollm2_cpu': (1,)}
 
 
-def test_the_presets_exist():
+def test_every_preset_has_its_world_sizes():
     assert {p.stem for p in PRESETS} == set(WORLDS)
 
 
