@@ -330,10 +330,10 @@ class Trainer:
         self.logger = MetricsLogger(self.run_dir, self.dist.is_main, t.tensorboard)
 
     def autocast(self):
-        "bf16 autocast for `model.dtype=bfloat16` on one GPU (FSDP2's mixed-precision policy covers the sharded case)."
+        "bf16 autocast for `model.dtype=bfloat16` on one process or under DDP (FSDP2's mixed-precision policy covers the sharded case)."
         import contextlib
         from dllm_nb.models import autocast_context
-        if self.mp_dtype is None or self.dist.world_size > 1: return contextlib.nullcontext()
+        if self.mp_dtype is None or (self.dist.world_size > 1 and self.cfg.train.fsdp): return contextlib.nullcontext()
         return autocast_context(self.dist.device, self.mp_dtype)
 
     def collate(self, ds, indices: Sequence[int]) -> dict:

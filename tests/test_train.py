@@ -82,3 +82,14 @@ def test_bad_data_fails_before_training(tmp_path):
     assert r.returncode != 0
     assert 'example 7' in r.stderr and 'bot' in r.stderr
     assert not (tmp_path / 'run' / 'metrics.jsonl').exists()
+
+
+def test_bf16_autocast_under_ddp_but_not_fsdp():
+    "model.dtype=bfloat16: autocast on one process and under DDP; FSDP2's MixedPrecisionPolicy does it when sharded."
+    from types import SimpleNamespace as NS
+    from dllm_nb.distributed import DistInfo
+    from dllm_nb.trainer import Trainer
+    def ctx(world, fsdp, dtype=torch.bfloat16):
+        return Trainer.autocast(NS(mp_dtype=dtype, dist=DistInfo(world_size=world), cfg=NS(train=NS(fsdp=fsdp))))
+    assert isinstance(ctx(1, True), torch.autocast) and isinstance(ctx(2, False), torch.autocast)
+    assert not isinstance(ctx(2, True), torch.autocast) and not isinstance(ctx(1, True, None), torch.autocast)
