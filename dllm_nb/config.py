@@ -12,8 +12,9 @@ from typing import Literal, Optional, Sequence, Union, get_args, get_origin, get
 import yaml
 
 # %% auto 0
-__all__ = ['ModelConfig', 'DataConfig', 'DLLMConfig', 'DFlashConfig', 'TrainConfig', 'Config', 'ConfigError', 'parse_value',
-           'config_keys', 'config_help', 'validate_config', 'load_config', 'config_to_dict', 'save_config']
+__all__ = ['ModelConfig', 'DataConfig', 'DLLMConfig', 'IDLMConfig', 'DFlashConfig', 'TrainConfig', 'Config', 'ConfigError',
+           'parse_value', 'config_keys', 'config_help', 'mode_block_size', 'validate_config', 'load_config',
+           'config_to_dict', 'save_config']
 
 # %% ../nbs/09a_config.ipynb
 @dataclass
@@ -46,14 +47,12 @@ class DataConfig:
 @dataclass
 class DLLMConfig:
     mode: Literal['mdlm', 'hybrid', 'block_diffusion', 'idlm', 'dflash'] = 'block_diffusion'  # training strategy (see dllm_nb.strategies)
-    block_size: int = 4                     # diffusion block length (hybrid, block_diffusion; idlm: decode stride); 1 = autoregressive
+    block_size: int = 4                     # diffusion block length (hybrid, block_diffusion); 1 = autoregressive
     sliding_window: Optional[int] = None    # block_diffusion only: encoder keys visible before each block start; None = all
     eps: float = 1e-3                       # smallest corruption probability, t in [eps, 1)
     half_life_ratio: float = 0.25           # hybrid: late-position bias of blockwise masking, as a fraction of the block
     ar_loss_alpha: float = 1.0              # hybrid: weight of the DIFFUSION term, loss = α·D + AR (the reference's meaning)
     encoder_loss_weight: float = 1.0        # block_diffusion: weight of the encoder's next-token loss
-    clean_loss_weight: float = 0.2          # idlm: weight α of the clean-copy (AR) CE in CE_noisy + α·CE_clean
-    auto_balance: bool = False              # idlm: α = detached CE_noisy / CE_clean instead of clean_loss_weight
     scored_blocks: Literal['one', 'all'] = 'all'  # block_diffusion: canvas blocks the loss scores per example ('one' = reference)
     self_conditioning: bool = True          # block_diffusion: feed pass-1 predictions back into pass 2 (ignored by other modes)
     self_cond_prob: float = 0.5             # probability that an example is self-conditioned in a training step
@@ -63,6 +62,12 @@ class DLLMConfig:
     response_canvas: int = 40               # tokens sampled after a prompt; mdlm/hybrid train on responses + EOS to this length
     ar_warmup_steps: int = 0                # mdlm: first steps train the backbone as a causal LM (0 for pretrained AR models)
     shift_logits: bool = False              # mdlm: position i predicts token i+1 (Dream), so an AR warm-up carries over
+
+@dataclass
+class IDLMConfig:
+    block_size: int = 1                     # idlm: block length of the [x_t | x_0] mask = drafts per sampler pass (reference: 1)
+    clean_loss_weight: float = 0.2          # idlm: weight α of the clean-copy (AR) CE in CE_noisy + α·CE_clean
+    auto_balance: bool = False              # idlm: α = detached CE_noisy / CE_clean instead of clean_loss_weight
 
 @dataclass
 class DFlashConfig:
@@ -113,6 +118,7 @@ class Config:
     model: ModelConfig = field(default_factory=ModelConfig)  # backbone
     data: DataConfig = field(default_factory=DataConfig)     # dataset and packaging
     dllm: DLLMConfig = field(default_factory=DLLMConfig)     # diffusion objective
+    idlm: IDLMConfig = field(default_factory=IDLMConfig)        # I-DLM settings (dllm.mode=idlm only)
     dflash: DFlashConfig = field(default_factory=DFlashConfig)  # dflash drafter (dllm.mode=dflash only)
     train: TrainConfig = field(default_factory=TrainConfig)  # optimisation, evaluation, checkpoints
     output_dir: str = 'runs/default'        # checkpoints, logs and the saved config go here
@@ -288,13 +294,21 @@ def _dllm_problems(x: DLLMConfig) -> list[str]:
     if not 0 < x.eps < 1: p.append(f"dllm.eps={x.eps} must be in (0, 1)")
     if not 0 <= x.self_cond_prob <= 1: p.append(f"dllm.self_cond_prob={x.self_cond_prob} must be in [0, 1]")
     if x.half_life_ratio <= 0: p.append(f"dllm.half_life_ratio={x.half_life_ratio} must be > 0")
-    for k in ('ar_loss_alpha', 'encoder_loss_weight', 'clean_loss_weight'):
+    for k in ('ar_loss_alpha', 'encoder_loss_weight'):
         if getattr(x, k) < 0: p.append(f"dllm.{k}={getattr(x, k)} must be >= 0")
     if x.response_canvas < 1: p.append(f"dllm.response_canvas={x.response_canvas} must be >= 1 (tokens sampled after a prompt)")
     if x.ar_warmup_steps < 0: p.append(f"dllm.ar_warmup_steps={x.ar_warmup_steps} must be >= 0")
     if x.mode != 'mdlm' and (x.ar_warmup_steps or x.shift_logits):
         p.append(f"dllm.ar_warmup_steps / dllm.shift_logits are mdlm settings (mode is {x.mode!r}); set them to 0 / false")
     return p
+
+def _idlm_problems(i: IDLMConfig) -> list[str]:
+    p = [] if i.block_size >= 1 else [f"idlm.block_size={i.block_size} must be >= 1"]
+    return p + ([] if i.clean_loss_weight >= 0 else [f"idlm.clean_loss_weight={i.clean_loss_weight} must be >= 0"])
+
+def mode_block_size(cfg) -> int:
+    "The block length the mode trains and samples with: `idlm.block_size`, `dflash.block_size`, else `dllm.block_size`."
+    return dict(idlm=cfg.idlm.block_size, dflash=cfg.dflash.block_size).get(cfg.dllm.mode, cfg.dllm.block_size)
 
 def _dflash_problems(x: DLLMConfig, f: DFlashConfig) -> list[str]:
     if x.mode != 'dflash': return []
@@ -328,7 +342,7 @@ def _train_problems(t: TrainConfig, world_size: int) -> list[str]:
 def validate_config(cfg: Config, world_size: int = 1) -> Config:
     "Check every cross-field rule for a run on `world_size` processes; raise one `ConfigError` listing all problems."
     problems = (_model_problems(cfg.model) + _data_problems(cfg.data, cfg.dllm) + _dllm_problems(cfg.dllm)
-                + _dflash_problems(cfg.dllm, cfg.dflash)                + _train_problems(cfg.train, world_size))
+                + _idlm_problems(cfg.idlm) + _dflash_problems(cfg.dllm, cfg.dflash)                + _train_problems(cfg.train, world_size))
     if cfg.seed < 0: problems.append(f"seed={cfg.seed} must be >= 0")
     if problems: raise ConfigError(problems)
     return cfg

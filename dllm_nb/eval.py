@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from fastcore.imports import IN_NOTEBOOK
 from torch import Tensor, nn
+from .config import mode_block_size
 from .core import row_generators
 from .corruption import corrupt_uniform_random, sample_t
 from .data import TASKS, task_answer, task_examples, tokenize_example
@@ -30,7 +31,7 @@ def score_completion(task: str, completion: str, answer: str) -> bool:
 # %% ../nbs/13_eval.ipynb
 def sampler_settings(cfg) -> dict:
     "The one place that turns a training config into sampler defaults: fixed canvas, the training block, a step per token."
-    return dict(max_new_tokens=cfg.dllm.response_canvas, block_size=cfg.dllm.block_size, steps=None)
+    return dict(max_new_tokens=cfg.dllm.response_canvas, block_size=mode_block_size(cfg), steps=None)
 
 def exact_match(model: nn.Module, tokenizer, task: str, split: str = 'test', n: Optional[int] = None, seed: int = 0,
                 batch_size: int = 32, max_new_tokens: int = 40, sampler: Optional[Callable] = None,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse, os, shlex, sys, time
 from pathlib import Path
 import torch
-from .config import ConfigError, config_help, load_config, save_config
+from .config import ConfigError, config_help, load_config, mode_block_size, save_config
 
 # %% auto 0
 __all__ = ['parse_args', 'list_keys', 'resume_command', 'run_metadata', 'model_card', 'export_final', 'summarize',
@@ -50,7 +50,7 @@ def run_metadata(trainer, mask_token_id) -> dict:
     "What `final/dllm_config.json` records under `run`: how the model was trained and the sampler defaults to use."
     from dllm_nb.eval import sampler_settings
     cfg, d = trainer.cfg, trainer.cfg.dllm
-    return dict(mode=d.mode, block_size=d.block_size, mask_token=d.mask_token if mask_token_id is not None else None,
+    return dict(mode=d.mode, block_size=mode_block_size(cfg), mask_token=d.mask_token if mask_token_id is not None else None,
                 mask_token_id=mask_token_id, self_conditioning=d.mode == 'block_diffusion' and d.self_conditioning,
                 base_model=cfg.model.path, dataset=cfg.data.dataset, steps_trained=cfg.train.max_steps,
                 sampler=dict(sampler_settings(cfg), temperature=0.0))       # the same defaults as eval and report_builtin

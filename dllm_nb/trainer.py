@@ -11,6 +11,7 @@ from typing import Callable, Sequence
 import torch
 from torch import Tensor
 from .core import sample_seed, sample_seeds, stream_seed
+from .config import mode_block_size
 from .distributed import all_reduce_sum, clip_grad_norm_, set_grad_sync
 
 logger = logging.getLogger(__name__)
@@ -207,7 +208,7 @@ def build_model(cfg, tokenizer, verbose: bool = True):
         print(f'mask token {d.mask_token!r} = id {mask_id}, {how}')
     if d.mode == 'idlm':
         from dllm_nb.idlm import IntrospectiveDiffusionLM
-        return IntrospectiveDiffusionLM(backbone, block_size=d.block_size), mask_id
+        return IntrospectiveDiffusionLM(backbone, block_size=cfg.idlm.block_size), mask_id
     return MaskedDiffusionLM(backbone, supervise_padding=d.supervise_padding, shift_logits=d.shift_logits), mask_id
 
 def build_strategy(cfg, tokenizer, mask_token_id, vocab_size: int):
@@ -216,13 +217,13 @@ def build_strategy(cfg, tokenizer, mask_token_id, vocab_size: int):
     import dllm_nb.idlm   # registers the 'idlm' strategy
     d = cfg.dllm
     if d.mode == 'dflash': from dllm_nb.dflash import dflash_strategy; return dflash_strategy(cfg, tokenizer)
-    return get_strategy(d.mode, mask_token_id=mask_token_id, vocab_size=vocab_size, block_size=d.block_size,
+    return get_strategy(d.mode, mask_token_id=mask_token_id, vocab_size=vocab_size, block_size=mode_block_size(cfg),
                         eps=d.eps, t_sampling=d.t_sampling, pad_token_id=tokenizer.pad_token_id,
                         half_life_ratio=d.half_life_ratio, ar_loss_alpha=d.ar_loss_alpha,
                         sliding_window=d.sliding_window, self_conditioning=d.self_conditioning,
                         self_cond_prob=d.self_cond_prob, encoder_loss_weight=d.encoder_loss_weight,
-                        scored_blocks=d.scored_blocks, clean_loss_weight=d.clean_loss_weight,
-                        auto_balance=d.auto_balance, ar_warmup_steps=d.ar_warmup_steps, shift_logits=d.shift_logits)
+                        scored_blocks=d.scored_blocks, clean_loss_weight=cfg.idlm.clean_loss_weight,
+                        auto_balance=cfg.idlm.auto_balance, ar_warmup_steps=d.ar_warmup_steps, shift_logits=d.shift_logits)
 
 # %% ../nbs/09_trainer.ipynb
 def build_collator(cfg, tokenizer):
