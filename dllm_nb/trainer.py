@@ -17,10 +17,10 @@ from .distributed import all_reduce_sum, clip_grad_norm_, set_grad_sync
 logger = logging.getLogger(__name__)
 
 # %% auto 0
-__all__ = ['logger', 'RUN_FILES', 'RESUME_SAFE_KEYS', 'lr_factor', 'step_denominators', 'StepResult', 'train_step', 'validate',
-           'memory_mb', 'MetricsLogger', 'read_metrics', 'plot_metrics', 'list_checkpoints', 'save_checkpoint',
-           'load_checkpoint', 'build_model', 'build_strategy', 'build_collator', 'load_datasets', 'preflight',
-           'Trainer', 'config_changes', 'NonFiniteError', 'weights_finite', 'DeferredInterrupt']
+__all__ = ['logger', 'RUN_FILES', 'RESUME_SAFE_KEYS', 'MODE_SECTIONS', 'lr_factor', 'step_denominators', 'StepResult',
+           'train_step', 'validate', 'memory_mb', 'MetricsLogger', 'read_metrics', 'plot_metrics', 'list_checkpoints',
+           'save_checkpoint', 'load_checkpoint', 'build_model', 'build_strategy', 'build_collator', 'load_datasets',
+           'preflight', 'Trainer', 'config_changes', 'NonFiniteError', 'weights_finite', 'DeferredInterrupt']
 
 # %% ../nbs/09_trainer.ipynb
 def lr_factor(step: int, warmup_steps: int, max_steps: int, min_lr_ratio: float = 0.1) -> float:
@@ -373,14 +373,17 @@ RESUME_SAFE_KEYS = ('output_dir', 'train.resume', 'train.resume_strict', 'train.
                     'train.max_bad_steps', 'train.dist_timeout_s', 'train.micro_batch_size', 'train.fsdp',
                     'train.compile', 'data.num_proc')
 
+MODE_SECTIONS = ('idlm', 'dflash')   # config sections that only their own `dllm.mode` reads
+
 def config_changes(old, new) -> list[str]:
-    "`key: old -> new` for every config key (outside `RESUME_SAFE_KEYS`) whose value differs between two configs."
+    "`key: old -> new` for every key (outside `RESUME_SAFE_KEYS` and other modes' sections) that differs between two configs."
     from dllm_nb.config import config_keys
     def get(cfg, key):
         for k in key.split('.'): cfg = getattr(cfg, k, None)
         return list(cfg) if isinstance(cfg, tuple) else cfg
     return [f"{k}: {get(old, k)!r} -> {get(new, k)!r}" for k in config_keys()
-            if k not in RESUME_SAFE_KEYS and get(old, k) != get(new, k)]
+            if k not in RESUME_SAFE_KEYS and get(old, k) != get(new, k)
+            and (k.split('.')[0] not in MODE_SECTIONS or new.dllm.mode == k.split('.')[0])]
 
 def _restore(self, path: Path) -> dict:
     st = torch.load(Path(path) / 'trainer_state.pt', weights_only=False)   # small: read (and compare) it first

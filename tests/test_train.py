@@ -93,3 +93,15 @@ def test_bf16_autocast_under_ddp_but_not_fsdp():
         return Trainer.autocast(NS(mp_dtype=dtype, dist=DistInfo(world_size=world), cfg=NS(train=NS(fsdp=fsdp))))
     assert isinstance(ctx(1, True), torch.autocast) and isinstance(ctx(2, False), torch.autocast)
     assert not isinstance(ctx(2, True), torch.autocast) and not isinstance(ctx(1, True, None), torch.autocast)
+
+
+def test_resume_check_ignores_other_modes_sections():
+    "A block_diffusion run's resume is not refused over idlm.*/dflash.* keys it never reads; its own keys still count."
+    from dllm_nb.config import load_config
+    from dllm_nb.trainer import config_changes
+    old = load_config('default', world_size=1)
+    assert config_changes(old, load_config('default', ['idlm.block_size=3', 'dflash.block_size=4'], world_size=1)) == []
+    assert config_changes(old, load_config('default', ['dllm.block_size=8'], world_size=1)) == ['dllm.block_size: 4 -> 8']
+    idlm = load_config('default', ['dllm.mode=idlm'], world_size=1)
+    assert config_changes(idlm, load_config('default', ['dllm.mode=idlm', 'idlm.block_size=2'], world_size=1)) == \
+        ['idlm.block_size: 1 -> 2']
