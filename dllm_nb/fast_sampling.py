@@ -7,9 +7,8 @@ from __future__ import annotations
 from typing import Optional
 import torch
 from torch import Tensor, nn
-from .generate import (GenerationOutput, Prompts, _Recorder, _cut, _device, _spans, _token_id, block_generators,
-                              encode_prompts, predict_tokens, right_pad, row_seeds, select_transfer, transfer_schedule)
-from .core import rand_rows, row_generators
+from .generate import (GenerationOutput, Prompts, _cut, _device, _token_id, encode_prompts, mdlm_canvas, mdlm_unmask,
+                              right_pad)
 from .models import MaskedDiffusionLM, SharedKVCache, mdlm_attention_mask
 
 # %% auto 0
@@ -75,36 +74,11 @@ def generate_mdlm_cached(model: MaskedDiffusionLM, prompts: Prompts, gen_length:
                          refresh_every: Optional[int] = None, return_trajectory: bool = False) -> GenerationOutput:
     "`generate_mdlm` with a K/V cache: a full pass at each block start (and every `refresh_every` steps), else cached."
     if cache not in ('prefix', 'dual'): raise ValueError(f"cache={cache!r}; use 'prefix' or 'dual'.")
-    if remasking not in ('low_confidence', 'random'):
-        raise ValueError(f"remasking={remasking!r}; use 'low_confidence' or 'random'.")
-    mask_id = _token_id(mask_token_id, tokenizer, 'mask_token_id')
-    eos_id = _token_id(eos_token_id, tokenizer, 'eos_token_id', required=False)
-    prompt_ids, device = encode_prompts(prompts, tokenizer, chat), _device(model)
-    x, P = right_pad(prompt_ids, mask_id, max(map(len, prompt_ids)) + gen_length, device)       # [B, T]
-    B, T = x.shape
-    cols = P[:, None] + torch.arange(gen_length, device=device)                                # [B, G]
-    am = (torch.arange(T, device=device)[None] < (P + gen_length)[:, None]).long()
-    kv, gens = MDLMCache(model, am, cols, cache == 'dual'), row_generators(row_seeds(seeds, B), 'sampling')
-    rec, spans = _Recorder(B, gen_length, return_trajectory, device), _spans(gen_length, block_length)
-    if steps < len(spans): raise ValueError(f"steps={steps} < {len(spans)} blocks; give every block at least one step.")
-    rec.update(0, x.gather(1, cols), torch.ones(B, gen_length, dtype=torch.bool, device=device))
-    nfe = 0
-    for (s, e), n_steps in zip(spans, transfer_schedule(steps, len(spans))):
-        bg = block_generators(gens)
-        schedule = transfer_schedule(e - s, min(n_steps, e - s)) if threshold is None else [None] * (e - s)
-        for i, k in enumerate(schedule):
-            block = x.gather(1, cols[:, s:e])
-            if not (cand := block == mask_id).any(): break
-            if i % (refresh_every or len(schedule)) == 0:                                  # full pass (+ new K/V)
-                full = kv.full(x)
-                logits = full.gather(1, cols[:, s:e, None].expand(-1, -1, full.shape[-1]))
-            else: logits = kv.block(x, s, e)
-            nfe += 1
-            x0, conf = predict_tokens(logits, temperature, bg, forbid=(mask_id,))
-            if remasking == 'random': conf = rand_rows(conf.shape, bg, device)
-            block = torch.where(select_transfer(conf, cand, k, threshold), x0, block)
-            x.scatter_(1, cols[:, s:e], block)
-            rec.update(s, block, block == mask_id)
-        if eos_id is not None and (x.gather(1, cols[:, :e]) == eos_id).any(-1).all(): break
-    canvas = x.gather(1, cols)
-    return GenerationOutput([_cut(r, eos_id) for r in canvas], canvas, nfe, rec.result())
+    x, cols, am, mask_id = mdlm_canvas(model, prompts, gen_length, mask_token_id, tokenizer, chat)
+    kv = MDLMCache(model, am, cols, cache == 'dual')
+    def block_logits(x, s, e, i, n):
+        if i % (refresh_every or n): return kv.block(x, s, e)                                  # cached keys
+        full = kv.full(x)                                                                      # full pass (+ new K/V)
+        return full.gather(1, cols[:, s:e, None].expand(-1, -1, full.shape[-1]))
+    return mdlm_unmask(x, cols, mask_id, block_logits, block_length, steps, temperature, remasking, threshold,
+                       _token_id(eos_token_id, tokenizer, 'eos_token_id', required=False), seeds, return_trajectory)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse, copy, json, math, os, sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Callable, Optional, Sequence, Union
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -21,9 +21,10 @@ from .models import (DLLM_CONFIG_NAME, BlockDiffusionLM, EncoderState, MaskedDif
 # %% auto 0
 __all__ = ['Prompts', 'STATES', 'NOISE', 'NEW', 'STABLE', 'ABSENT', 'STATE_COLORS', 'MODEL_CLASSES', 'DEFAULT_MAX_NEW_TOKENS',
            'encode_prompts', 'row_seeds', 'block_generators', 'right_pad', 'predict_tokens', 'transfer_schedule',
-           'select_transfer', 'Trajectory', 'GenerationOutput', 'generate_mdlm', 'CachedContext', 'ReencodeContext',
-           'keep_schedule', 'denoise_block', 'generate_block_diffusion', 'plot_trajectory', 'generate', 'saved_run',
-           'saved_block_size', 'load_checkpoint', 'check_prompt_lengths', 'main']
+           'select_transfer', 'Trajectory', 'GenerationOutput', 'mdlm_canvas', 'mdlm_unmask', 'generate_mdlm',
+           'CachedContext', 'ReencodeContext', 'keep_schedule', 'denoise_block', 'generate_block_diffusion',
+           'plot_trajectory', 'generate', 'saved_run', 'saved_block_size', 'load_checkpoint', 'check_prompt_lengths',
+           'main']
 
 # %% ../nbs/12_generate.ipynb
 Prompts = Union[Sequence[Sequence[int]], Sequence[str]]
@@ -151,6 +152,44 @@ def _mdlm_forward(model: nn.Module):
     return lambda x, am: model(x, am)
 
 # %% ../nbs/12_generate.ipynb
+def mdlm_canvas(model: nn.Module, prompts: Prompts, gen_length: int, mask_token_id: Optional[int] = None, tokenizer=None,
+                chat: bool = True) -> tuple[Tensor, Tensor, Tensor, int]:
+    "`(x [B, T], cols [B, G], am [B, T], mask_id)`: each prompt followed by `gen_length` mask tokens (the canvas `cols`)."
+    mask_id = _token_id(mask_token_id, tokenizer, 'mask_token_id')
+    prompt_ids, device = encode_prompts(prompts, tokenizer, chat), _device(model)
+    x, P = right_pad(prompt_ids, mask_id, max(map(len, prompt_ids)) + gen_length, device)       # [B, T]
+    cols = P[:, None] + torch.arange(gen_length, device=device)                                # [B, G] canvas columns
+    x.scatter_(1, cols, mask_id)
+    am = (torch.arange(x.shape[1], device=device)[None] < (P + gen_length)[:, None]).long()
+    return x, cols, am, mask_id
+
+def mdlm_unmask(x: Tensor, cols: Tensor, mask_id: int, block_logits: Callable, block_length: int = 8, steps: int = 32,
+                temperature: float = 0.0, remasking: str = 'low_confidence', threshold: Optional[float] = None,
+                eos_id: Optional[int] = None, seeds=None, return_trajectory: bool = False) -> GenerationOutput:
+    "Unmask the canvas `cols` of `x` block by block, in place; `block_logits(x, s, e, i, n)` gives `[B, e-s, V]` at step `i` of `n`."
+    if remasking not in ('low_confidence', 'random'):
+        raise ValueError(f"remasking={remasking!r}; use 'low_confidence' or 'random'.")
+    (B, G), device = cols.shape, x.device
+    gens, rec, spans = row_generators(row_seeds(seeds, B), 'sampling'), _Recorder(B, G, return_trajectory, device), _spans(G, block_length)
+    if steps < len(spans): raise ValueError(f"steps={steps} < {len(spans)} blocks; give every block at least one step.")
+    rec.update(0, x.gather(1, cols), torch.ones(B, G, dtype=torch.bool, device=device))
+    nfe = 0
+    for (s, e), n_steps in zip(spans, transfer_schedule(steps, len(spans))):
+        bg = block_generators(gens)
+        schedule = transfer_schedule(e - s, min(n_steps, e - s)) if threshold is None else [None] * (e - s)
+        for i, k in enumerate(schedule):
+            block = x.gather(1, cols[:, s:e])                                                     # [B, b]
+            if not (cand := block == mask_id).any(): break
+            logits, nfe = block_logits(x, s, e, i, len(schedule)), nfe + 1                        # [B, b, V]
+            x0, conf = predict_tokens(logits, temperature, bg, forbid=(mask_id,))
+            if remasking == 'random': conf = rand_rows(conf.shape, bg, device)
+            block = torch.where(select_transfer(conf, cand, k, threshold), x0, block)
+            x.scatter_(1, cols[:, s:e], block)
+            rec.update(s, block, block == mask_id)
+        if eos_id is not None and (x.gather(1, cols[:, :e]) == eos_id).any(-1).all(): break
+    canvas = x.gather(1, cols)
+    return GenerationOutput([_cut(r, eos_id) for r in canvas], canvas, nfe, rec.result())
+
 @torch.no_grad()
 def generate_mdlm(model: nn.Module, prompts: Prompts, gen_length: int = 32, block_length: int = 8, steps: int = 32,
                   mask_token_id: Optional[int] = None, tokenizer=None, temperature: float = 0.0,
@@ -158,40 +197,13 @@ def generate_mdlm(model: nn.Module, prompts: Prompts, gen_length: int = 32, bloc
                   eos_token_id: Optional[int] = None, seeds=None, chat: bool = True,
                   return_trajectory: bool = False) -> GenerationOutput:
     "Semi-autoregressive masked-diffusion decoding of `gen_length` tokens after each prompt (see the text)."
-    if remasking not in ('low_confidence', 'random'):
-        raise ValueError(f"remasking={remasking!r}; use 'low_confidence' or 'random'.")
-    mask_id = _token_id(mask_token_id, tokenizer, 'mask_token_id')
-    eos_id = _token_id(eos_token_id, tokenizer, 'eos_token_id', required=False)
-    prompt_ids, device = encode_prompts(prompts, tokenizer, chat), _device(model)
-    x, P = right_pad(prompt_ids, mask_id, max(map(len, prompt_ids)) + gen_length, device)       # [B, T]
-    B, T = x.shape
-    cols = P[:, None] + torch.arange(gen_length, device=device)                                # [B, G] canvas columns
-    x.scatter_(1, cols, mask_id)
-    am = (torch.arange(T, device=device)[None] < (P + gen_length)[:, None]).long()
-    forward, gens, rec = _mdlm_forward(model), row_generators(row_seeds(seeds, B), 'sampling'), _Recorder(
-        B, gen_length, return_trajectory, device)
-    spans = _spans(gen_length, block_length)
-    if steps < len(spans): raise ValueError(f"steps={steps} < {len(spans)} blocks; give every block at least one step.")
-    rec.update(0, x.gather(1, cols), torch.ones(B, gen_length, dtype=torch.bool, device=device))
-    nfe = 0
-    for (s, e), n_steps in zip(spans, transfer_schedule(steps, len(spans))):
-        bg = block_generators(gens)
-        schedule = transfer_schedule(e - s, min(n_steps, e - s)) if threshold is None else [None] * (e - s)
-        for k in schedule:
-            block = x.gather(1, cols[:, s:e])                                                     # [B, b]
-            if not (cand := block == mask_id).any(): break
-            logits = forward(x, am)                                                               # [B, T, V]
-            logits = logits.gather(1, cols[:, s:e, None].expand(-1, -1, logits.shape[-1]))        # [B, b, V]
-            nfe += 1
-            x0, conf = predict_tokens(logits, temperature, bg, forbid=(mask_id,))
-            if remasking == 'random': conf = rand_rows(conf.shape, bg, device)
-            block = torch.where(select_transfer(conf, cand, k, threshold), x0, block)
-            x.scatter_(1, cols[:, s:e], block)
-            rec.update(s, block, block == mask_id)
-        canvas = x.gather(1, cols)
-        if eos_id is not None and (canvas[:, :e] == eos_id).any(-1).all(): break
-    canvas = x.gather(1, cols)
-    return GenerationOutput([_cut(r, eos_id) for r in canvas], canvas, nfe, rec.result())
+    x, cols, am, mask_id = mdlm_canvas(model, prompts, gen_length, mask_token_id, tokenizer, chat)
+    forward = _mdlm_forward(model)
+    def block_logits(x, s, e, i, n):                                                          # a full pass every step
+        logits = forward(x, am)                                                               # [B, T, V]
+        return logits.gather(1, cols[:, s:e, None].expand(-1, -1, logits.shape[-1]))
+    return mdlm_unmask(x, cols, mask_id, block_logits, block_length, steps, temperature, remasking, threshold,
+                       _token_id(eos_token_id, tokenizer, 'eos_token_id', required=False), seeds, return_trajectory)
 
 # %% ../nbs/12_generate.ipynb
 def _context_keep(key_pos: Tensor, key_valid: Tensor, lo: Tensor, hi: Tensor) -> Tensor:
