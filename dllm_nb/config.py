@@ -86,7 +86,7 @@ class DFlashConfig:
 class TrainConfig:
     global_batch_size: int = 32              # examples per optimizer step, summed over ranks and micro-batches
     micro_batch_size: int = 16              # examples per forward pass on one rank
-    max_steps: int = 1200                   # optimizer steps
+    max_steps: int = 1800                   # optimizer steps
     lr: float = 3e-3                        # peak learning rate (AdamW)
     min_lr_ratio: float = 0.1               # cosine decay floor, as a fraction of lr
     warmup_steps: int = 20                  # linear warm-up steps
