@@ -110,7 +110,7 @@ def test_unknown_yaml_key_and_bad_yaml(tmp_path):
     (['data.max_len=62'], 'not a multiple of 4 (from dllm.block_size=4)'),
     (['data.pad_seq_len_divisible=6'], 'not a multiple of 12 (from dllm.block_size=4 and data.pad_seq_len_divisible=6)'),
     (['dllm.mode=mdlm', 'data.max_len=60', 'data.pad_seq_len_divisible=16'], 'set data.max_len to 48 or 64'),
-    (['train.warmup_steps=1500'], 'warmup_steps=1500'),
+    (['train.warmup_steps=2500'], 'warmup_steps=2500'),
     (['train.resume=/no/such/ckpt'], 'does not exist'),
     (['model.num_heads=3'], 'not divisible by model.num_heads=3'),
     (['train.betas=0.9,1.0'], 'betas'),
