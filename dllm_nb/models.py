@@ -207,7 +207,7 @@ class MaskedDiffusionLM(_DLLMWrapper):
         position_ids = torch.arange(T, device=input_ids.device).expand(B, T)
         logits = self.backbone(input_ids=input_ids, attention_mask=self._mask(keep.expand(B, 1, T, T)),
                                position_ids=position_ids, use_cache=False).logits
-        if not self.shift_logits: return logits
+        if not self.shift_logits or causal: return logits       # a causal pass already reads token i+1 at position i
         return torch.cat([logits[:, :1], logits[:, :-1]], 1)     # Dream: token j is read at position j - 1
 
 # %% ../nbs/07_models.ipynb

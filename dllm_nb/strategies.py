@@ -63,9 +63,9 @@ class MDLMStrategy(Strategy):
     "Masked diffusion (MDLM / LLaDA): uniform masking, `1/p`-weighted CE; optional causal next-token warm-up phase."
     name = 'mdlm'
 
-    def __init__(self, ar_warmup_steps: int = 0, shift_logits: bool = False, **kw):
+    def __init__(self, ar_warmup_steps: int = 0, **kw):
         super().__init__(**kw)
-        self.ar_warmup_steps, self.shift_logits = ar_warmup_steps, shift_logits
+        self.ar_warmup_steps = ar_warmup_steps
 
     def ar_phase(self, batch: dict) -> bool:
         "True for training batches of steps `< ar_warmup_steps` (validation batches carry no `step`: always MDLM)."
@@ -80,7 +80,6 @@ class MDLMStrategy(Strategy):
         if not self.ar_phase(batch): return super().loss(model, batch, num_diffusion, num_ar)
         ids, am = batch['input_ids'], batch['attention_mask']
         logits = _logits(model(input_ids=ids, attention_mask=am, causal=True))
-        if self.shift_logits: logits = torch.cat([logits[:, 1:], logits[:, -1:]], 1)   # back to position i -> token i+1
         return ar_loss(logits, ids, ar_pair_mask(am, batch['loss_mask']), num_ar)
 
 # %% ../nbs/08_strategies.ipynb
