@@ -125,7 +125,7 @@ def report_builtin(model, tokenizer, cfg, n: int = 100) -> dict:
 
 # %% ../nbs/11_train.ipynb
 def _run(cfg, args, dist_info, tic) -> int:
-    from dllm_nb.trainer import NonFiniteError, Trainer, list_checkpoints, weights_finite
+    from dllm_nb.trainer import NonFiniteError, Trainer, finite_checkpoints, weights_finite
     trainer = Trainer(cfg, dist_info)
     if dist_info.is_main:
         Path(cfg.output_dir).mkdir(parents=True, exist_ok=True); save_config(cfg, Path(cfg.output_dir) / 'config.yaml')
@@ -137,7 +137,7 @@ def _run(cfg, args, dist_info, tic) -> int:
         if dist_info.is_main: print(f'stopped at step {args.stop_at} as asked; resume with train.resume=auto')
         return 0
     if not weights_finite(trainer.model):                              # never export a non-finite model
-        good = [p for p in list_checkpoints(cfg.output_dir) if not (p / 'NONFINITE').exists()]
+        good = finite_checkpoints(cfg.output_dir)
         raise NonFiniteError(f"the final weights hold NaN/inf, so {Path(cfg.output_dir) / 'final'} was not written; "
                              f"last finite checkpoint: {good[-1] if good else 'none'}")
     model = export_final(trainer, Path(cfg.output_dir) / 'final')
@@ -148,8 +148,8 @@ def _run(cfg, args, dist_info, tic) -> int:
     return 0
 
 def _interrupted(cfg, argv) -> str:
-    from dllm_nb.trainer import list_checkpoints
-    ck = [p for p in list_checkpoints(cfg.output_dir) if not (p / 'NONFINITE').exists()]
+    from dllm_nb.trainer import finite_checkpoints
+    ck = finite_checkpoints(cfg.output_dir)
     where = f"last complete checkpoint: {ck[-1]}" if ck else "no complete checkpoint yet (a resume starts fresh)"
     return f"interrupted; {where}; resume with: {resume_command(argv)}"
 

@@ -19,8 +19,9 @@ logger = logging.getLogger(__name__)
 # %% auto 0
 __all__ = ['logger', 'RUN_FILES', 'RESUME_SAFE_KEYS', 'MODE_SECTIONS', 'lr_factor', 'step_denominators', 'StepResult',
            'train_step', 'validate', 'memory_mb', 'MetricsLogger', 'read_metrics', 'plot_metrics', 'list_checkpoints',
-           'save_checkpoint', 'load_checkpoint', 'build_model', 'build_strategy', 'build_collator', 'load_datasets',
-           'preflight', 'Trainer', 'config_changes', 'NonFiniteError', 'weights_finite', 'DeferredInterrupt']
+           'finite_checkpoints', 'save_checkpoint', 'load_checkpoint', 'build_model', 'build_strategy',
+           'build_collator', 'load_datasets', 'preflight', 'Trainer', 'config_changes', 'NonFiniteError',
+           'weights_finite', 'DeferredInterrupt']
 
 # %% ../nbs/09_trainer.ipynb
 def lr_factor(step: int, warmup_steps: int, max_steps: int, min_lr_ratio: float = 0.1) -> float:
@@ -146,7 +147,9 @@ def _barrier():
     if dist.is_available() and dist.is_initialized(): dist.barrier()
 
 # %% ../nbs/09_trainer.ipynb
-def _finite_checkpoints(run_dir) -> list[Path]: return [p for p in list_checkpoints(run_dir) if not (p / 'NONFINITE').exists()]
+def finite_checkpoints(run_dir) -> list[Path]:
+    "`list_checkpoints` without those marked `NONFINITE` (saved with NaN/inf weights), oldest first."
+    return [p for p in list_checkpoints(run_dir) if not (p / 'NONFINITE').exists()]
 
 def save_checkpoint(run_dir: str | Path, step: int, model, optimizer, trainer_state: dict, keep_last: int = 2,
                     is_main: bool = True, finite: bool = True) -> Path:
@@ -166,7 +169,7 @@ def save_checkpoint(run_dir: str | Path, step: int, model, optimizer, trainer_st
         if not finite: (tmp / 'NONFINITE').write_text('some weights are NaN/inf\n')
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)                                          # atomic: resume never sees a half checkpoint
-        keep = set(list_checkpoints(run_dir)[-keep_last:] + _finite_checkpoints(run_dir)[-1:])
+        keep = set(list_checkpoints(run_dir)[-keep_last:] + finite_checkpoints(run_dir)[-1:])
         for old in list_checkpoints(run_dir):
             if old not in keep: shutil.rmtree(old)
     _barrier()
@@ -409,7 +412,7 @@ def _maybe_resume(self) -> int:
     from dllm_nb.config import ConfigError
     r, say = self.cfg.train.resume, (lambda m: print(m, flush=True)) if self.dist.is_main else (lambda m: None)
     if not r: return 0
-    cands = _finite_checkpoints(self.run_dir)[::-1] if r == 'auto' else [Path(r)]
+    cands = finite_checkpoints(self.run_dir)[::-1] if r == 'auto' else [Path(r)]
     if not cands: say(f'train.resume=auto: no checkpoint in {self.run_dir}; starting fresh'); return 0
     for path in cands:
         try: st, err = _restore(self, path), None
@@ -512,7 +515,7 @@ def _fit_step(self, step: int, val, bad: int, bar) -> dict:
     return rec
 
 def _diverged(self, step: int, bad: int) -> str:
-    good = _finite_checkpoints(self.run_dir)
+    good = finite_checkpoints(self.run_dir)
     return (f"stopped at step {step}: loss or gradient norm NaN/inf for {bad} steps in a row "
             f"(train.max_bad_steps={self.cfg.train.max_bad_steps}); last finite checkpoint: {good[-1] if good else 'none'}. "
             "Lower train.lr or check the data")
