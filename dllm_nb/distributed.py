@@ -4,7 +4,7 @@
 
 # %% ../nbs/10_distributed.ipynb 2
 from __future__ import annotations
-import builtins, ctypes, datetime, numbers, os, re, signal
+import builtins, ctypes, datetime, logging, numbers, os, re, signal, sys
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Sequence
 import torch, torch.distributed as dist
@@ -12,10 +12,10 @@ from torch import nn
 from .core import default_device, sample_seeds, splitmix64
 
 # %% auto 0
-__all__ = ['DistInfo', 'launched_by_torchrun', 'exit_with_parent', 'init_distributed', 'cleanup', 'is_dist', 'world_size',
-           'get_rank', 'is_main', 'print0', 'barrier', 'all_reduce_sum', 'all_reduce_mean', 'broadcast_object',
-           'shard_global_batch', 'MicroBatch', 'GlobalBatchSampler', 'find_decoder_layers', 'apply_fsdp', 'wrap_model',
-           'set_grad_sync', 'clip_grad_norm_', 'full_state_dict', 'load_full_state_dict']
+__all__ = ['DistInfo', 'launched_by_torchrun', 'exit_with_parent', 'init_distributed', 'cleanup', 'exit_process', 'is_dist',
+           'world_size', 'get_rank', 'is_main', 'print0', 'barrier', 'all_reduce_sum', 'all_reduce_mean',
+           'broadcast_object', 'shard_global_batch', 'MicroBatch', 'GlobalBatchSampler', 'find_decoder_layers',
+           'apply_fsdp', 'wrap_model', 'set_grad_sync', 'clip_grad_norm_', 'full_state_dict', 'load_full_state_dict']
 
 # %% ../nbs/10_distributed.ipynb
 @dataclass(frozen=True)
@@ -56,6 +56,18 @@ def init_distributed(device: Optional[str] = None, timeout_s: Optional[float] = 
 def cleanup() -> None:
     "Leave the process group (call once at the end of training; a no-op without one)."
     if is_dist(): dist.destroy_process_group()
+
+def exit_process(code: int = 0):
+    "End the process with `code`: `sys.exit` outside torchrun; a torchrun worker leaves the group, flushes, then `os._exit`."
+    # Why a worker skips interpreter shutdown: FSDP2's device mesh keeps the gloo process group alive after
+    # destroy_process_group, and a gloo worker thread that releases the tensors of a finished collective while
+    # Python finalises aborts the whole process ('terminate called without an active exception', SIGABRT; torch
+    # checks Py_IsInitialized, not finalisation: pytorch/pytorch#190489). Seen in ~1 of 10 loaded 2-process runs.
+    if not launched_by_torchrun(): sys.exit(code)
+    cleanup()
+    logging.shutdown()
+    for f in (sys.stdout, sys.stderr): f.flush()
+    os._exit(code)
 
 # %% ../nbs/10_distributed.ipynb
 def is_dist() -> bool:

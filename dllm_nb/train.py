@@ -185,4 +185,6 @@ def main(argv=None) -> int:
 # %% ../nbs/11_train.ipynb
 #| eval: false
 from fastcore.imports import IN_NOTEBOOK
-if __name__ == '__main__' and not IN_NOTEBOOK: sys.exit(main())
+if __name__ == '__main__' and not IN_NOTEBOOK:
+    from dllm_nb.distributed import exit_process
+    exit_process(main())

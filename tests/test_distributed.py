@@ -196,8 +196,8 @@ WORKER = textwrap.dedent('''
     res['ddp_param_maxdiff_after_step'] = maxdiff({k.removeprefix('module.'): v for k, v in ddp.state_dict().items()}, ref_sd)
 
     barrier()
-    json.dump(res, open(f'{out}/rank{info.rank}.json', 'w'))
-    cleanup()
+    with open(f'{out}/rank{info.rank}.json', 'w') as f: json.dump(res, f)
+    exit_process(0)
 ''')
 
 
@@ -259,3 +259,15 @@ def test_ddp_gradients_match_single_process(torchrun):
         assert res['ddp_grad_maxdiff'] < 1e-5, res['ddp_grad_maxdiff']
         assert abs(res['ddp_norm'] - res['ref_norm']) < 1e-5 * max(1, res['ref_norm'])
         assert res['ddp_param_maxdiff_after_step'] < 1e-5
+
+
+def test_exit_process_flushes_and_keeps_the_code(tmp_path):
+    "A torchrun worker ends via os._exit (no interpreter shutdown, pytorch#190489), so buffered output must be flushed first."
+    code = ("import sys; from dllm_nb.distributed import exit_process\n"
+            "sys.stdout.write('no newline'); sys.stderr.write('err too'); exit_process(3)")
+    env = {**os.environ, 'RANK': '0', 'WORLD_SIZE': '1'}
+    p = subprocess.run([sys.executable, '-c', code], env=env, capture_output=True, text=True, timeout=120)
+    assert (p.returncode, p.stdout, p.stderr.strip()) == (3, 'no newline', 'err too'), p
+    p = subprocess.run([sys.executable, '-c', code], env={k: v for k, v in env.items() if k not in ('RANK', 'WORLD_SIZE')},
+                       capture_output=True, text=True, timeout=120)
+    assert (p.returncode, p.stdout) == (3, 'no newline'), p                 # plain process: a normal sys.exit

@@ -9,7 +9,7 @@ import os, sys
 os.environ.setdefault('HF_HUB_OFFLINE', '1'); os.environ.setdefault('HF_DATASETS_OFFLINE', '1')
 import torch
 from dllm_nb.config import load_config
-from dllm_nb.distributed import cleanup, init_distributed
+from dllm_nb.distributed import exit_process, init_distributed
 from dllm_nb.trainer import Trainer, train_step
 
 
@@ -38,4 +38,4 @@ if __name__ == '__main__':
     dist_info = init_distributed()
     results = {m: run(m, micro, dist_info, os.path.dirname(out)) for m in modes}
     if dist_info.is_main: torch.save(results, out)
-    cleanup()
+    exit_process(0)

@@ -5,7 +5,7 @@ usage: python tests/scripts/val_world.py OUT.json [overrides...]; rank 0 writes 
 import ctypes, json, sys
 import torch
 from dllm_nb.config import load_config
-from dllm_nb.distributed import cleanup, init_distributed
+from dllm_nb.distributed import exit_process, init_distributed
 from dllm_nb.trainer import Trainer, validate
 
 out, overrides = sys.argv[1], sys.argv[2:]
@@ -19,5 +19,6 @@ try:                                                                   # private
     from torch.distributed.distributed_c10d import _get_default_group
     timeout = _get_default_group()._get_backend(torch.device('cpu')).options._timeout.total_seconds()
 except Exception: timeout = None
-if info.is_main: json.dump(dict(res, pdeathsig=sig.value, timeout_s=timeout), open(out, 'w'))
-cleanup()
+if info.is_main:
+    with open(out, 'w') as f: json.dump(dict(res, pdeathsig=sig.value, timeout_s=timeout), f)
+exit_process(0)
