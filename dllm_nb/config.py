@@ -62,6 +62,7 @@ class DLLMConfig:
     response_canvas: int = 40               # tokens sampled after a prompt; mdlm/hybrid train on responses + EOS to this length
     ar_warmup_steps: int = 0                # mdlm: first steps train the backbone as a causal LM (0 for pretrained AR models)
     shift_logits: bool = False              # mdlm: position i predicts token i+1 (Dream), so an AR warm-up carries over
+    ar_loss_weight: float = 0.0             # mdlm: weight of a causal next-token co-loss after the warm-up (0 = pure MDLM)
 
 @dataclass
 class IDLMConfig:
@@ -294,12 +295,13 @@ def _dllm_problems(x: DLLMConfig) -> list[str]:
     if not 0 < x.eps < 1: p.append(f"dllm.eps={x.eps} must be in (0, 1)")
     if not 0 <= x.self_cond_prob <= 1: p.append(f"dllm.self_cond_prob={x.self_cond_prob} must be in [0, 1]")
     if x.half_life_ratio <= 0: p.append(f"dllm.half_life_ratio={x.half_life_ratio} must be > 0")
-    for k in ('ar_loss_alpha', 'encoder_loss_weight'):
+    for k in ('ar_loss_alpha', 'encoder_loss_weight', 'ar_loss_weight'):
         if getattr(x, k) < 0: p.append(f"dllm.{k}={getattr(x, k)} must be >= 0")
     if x.response_canvas < 1: p.append(f"dllm.response_canvas={x.response_canvas} must be >= 1 (tokens sampled after a prompt)")
     if x.ar_warmup_steps < 0: p.append(f"dllm.ar_warmup_steps={x.ar_warmup_steps} must be >= 0")
-    if x.mode != 'mdlm' and (x.ar_warmup_steps or x.shift_logits):
-        p.append(f"dllm.ar_warmup_steps / dllm.shift_logits are mdlm settings (mode is {x.mode!r}); set them to 0 / false")
+    if x.mode != 'mdlm' and (x.ar_warmup_steps or x.shift_logits or x.ar_loss_weight):
+        p.append(f"dllm.ar_warmup_steps / dllm.shift_logits / dllm.ar_loss_weight are mdlm settings (mode is {x.mode!r}); "
+                 "set them to 0 / false / 0")
     return p
 
 def _idlm_problems(i: IDLMConfig) -> list[str]:

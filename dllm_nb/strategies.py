@@ -63,9 +63,9 @@ class MDLMStrategy(Strategy):
     "Masked diffusion (MDLM / LLaDA): uniform masking, `1/p`-weighted CE; optional causal next-token warm-up phase."
     name = 'mdlm'
 
-    def __init__(self, ar_warmup_steps: int = 0, **kw):
+    def __init__(self, ar_warmup_steps: int = 0, ar_loss_weight: float = 0.0, **kw):
         super().__init__(**kw)
-        self.ar_warmup_steps = ar_warmup_steps
+        self.ar_warmup_steps, self.ar_loss_weight = ar_warmup_steps, ar_loss_weight
 
     def ar_phase(self, batch: dict) -> bool:
         "True for training batches of steps `< ar_warmup_steps` (validation batches carry no `step`: always MDLM)."
@@ -73,14 +73,22 @@ class MDLMStrategy(Strategy):
 
     def loss_denominators(self, batches: list[dict]) -> tuple[Tensor, Tensor]:
         nd, na = super().loss_denominators(batches)
-        if self.ar_phase(batches[0]): na = sum(ar_pair_count(b['attention_mask'], b['loss_mask']) for b in batches)
+        if self.ar_phase(batches[0]) or self.ar_loss_weight:
+            na = sum(ar_pair_count(b['attention_mask'], b['loss_mask']) for b in batches)
         return nd, na
 
-    def loss(self, model, batch: dict, num_diffusion, num_ar) -> LossParts:
-        if not self.ar_phase(batch): return super().loss(model, batch, num_diffusion, num_ar)
+    def causal_loss(self, model, batch: dict, num_ar) -> LossParts:
+        "Next-token CE of the clean batch under causal attention (the warm-up loss and the co-loss)."
         ids, am = batch['input_ids'], batch['attention_mask']
         logits = _logits(model(input_ids=ids, attention_mask=am, causal=True))
         return ar_loss(logits, ids, ar_pair_mask(am, batch['loss_mask']), num_ar)
+
+    def loss(self, model, batch: dict, num_diffusion, num_ar) -> LossParts:
+        if self.ar_phase(batch): return self.causal_loss(model, batch, num_ar)
+        parts = super().loss(model, batch, num_diffusion, num_ar)
+        if not self.ar_loss_weight: return parts
+        ar = self.causal_loss(model, batch, num_ar).ar_loss               # keeps what the warm-up learned
+        return LossParts(parts.loss + self.ar_loss_weight * ar, parts.dllm_loss, ar)
 
 # %% ../nbs/08_strategies.ipynb
 class HybridStrategy(Strategy):

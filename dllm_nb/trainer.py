@@ -226,7 +226,8 @@ def build_strategy(cfg, tokenizer, mask_token_id, vocab_size: int):
                         sliding_window=d.sliding_window, self_conditioning=d.self_conditioning,
                         self_cond_prob=d.self_cond_prob, encoder_loss_weight=d.encoder_loss_weight,
                         scored_blocks=d.scored_blocks, clean_loss_weight=cfg.idlm.clean_loss_weight,
-                        auto_balance=cfg.idlm.auto_balance, ar_warmup_steps=d.ar_warmup_steps)
+                        auto_balance=cfg.idlm.auto_balance, ar_warmup_steps=d.ar_warmup_steps,
+                        ar_loss_weight=d.ar_loss_weight)
 
 # %% ../nbs/09_trainer.ipynb
 def build_collator(cfg, tokenizer):
