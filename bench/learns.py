@@ -3,7 +3,7 @@
 Trains the config four ways on the built-in tasks, single process, on the same data order, once per seed
 (`--seeds N` from `--first-seed`; the config's `seed` = model init, data order and noise):
   * `mdlm`            - `dllm_nb.trainer.Trainer(cfg).fit()` with `dllm.mode=mdlm` (use `--config configs/mdlm_cpu.yaml`
-                        for the mdlm recipe that learns at this scale: AR warm-up + shifted logits);
+                        for the mdlm recipe that learns at this scale: AR warm-up + shifted logits + AR co-loss);
   * `block_diffusion` - the same with `dllm.mode=block_diffusion` (the default);
   * `idlm`            - the same with `dllm.mode=idlm` (08b_idlm: decoded with the cached I-DLM sampler, anchor + drafts);
   * `autoregressive`  - the same backbone config, same batches (`GlobalBatchSampler`), optimizer, schedule, clipping

@@ -115,6 +115,8 @@ def test_unknown_yaml_key_and_bad_yaml(tmp_path):
     (['model.num_heads=3'], 'not divisible by model.num_heads=3'),
     (['train.betas=0.9,1.0'], 'betas'),
     (['dllm.eps=0'], 'dllm.eps=0.0 must be in (0, 1)'),
+    (['dllm.mode=mdlm', 'dllm.ar_loss_weight=-1'], 'dllm.ar_loss_weight=-1.0 must be >= 0'),
+    (['dllm.ar_loss_weight=0.5'], 'dllm.ar_loss_weight are mdlm settings'),
 ])
 def test_inconsistent_settings(overrides, match):
     with pytest.raises(ConfigError, match=re.escape(match)):
@@ -163,3 +165,14 @@ def test_round_trip_through_yaml_and_cli(mode, block, steps, lr, sc, ts):
             if v is not None and not isinstance(v, list)]
     again = load_config(None, flat + [f'output_dir={cfg.output_dir}', f'seed={cfg.seed}', 'train.betas=0.9,0.95'], world_size=1)
     assert again == cfg
+
+
+def test_mdlm_ar_loss_weight_reaches_the_strategy():
+    "dllm.ar_loss_weight is wired from the config to MDLMStrategy (0 by default; configs/mdlm_cpu.yaml turns it on)."
+    from dllm_nb.data import load_tokenizer
+    from dllm_nb.trainer import build_strategy
+    tok = load_tokenizer(None)
+    for path, overrides, want in ((None, ['dllm.mode=mdlm'], 0.0), (None, ['dllm.mode=mdlm', 'dllm.ar_loss_weight=0.25'], 0.25),
+                                  ('configs/mdlm_cpu.yaml', [], 1.0)):
+        strategy = build_strategy(load_config(path, overrides, world_size=1), tok, 2, len(tok))
+        assert strategy.ar_loss_weight == want, (path, overrides, strategy.ar_loss_weight)
