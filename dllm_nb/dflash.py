@@ -15,14 +15,15 @@ from torch import Tensor
 from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex_attention
 from .core import STREAMS, row_generators
 from .loss import LossParts
-from .strategies import Strategy, register_strategy
+from .stages import Batch, Counts, Stage
+from .strategies import register_strategy
 
 # %% auto 0
 __all__ = ['ANCHOR_SAMPLING', 'MASKED', 'DRAFTER_CONFIG', 'DRAFTER_WEIGHTS', 'WEIGHT_QUANTUM', 'anchor_candidates',
            'sample_anchors', 'Blocks', 'make_blocks', 'dflash_mask_mod', 'dflash_mask', 'dflash_block_mask',
            'DrafterConfig', 'default_layer_ids', 'default_gamma', 'rope', 'DrafterLayer', 'DFlashDrafter',
            'target_features', 'load_target', 'decay_weights', 'quantized_weights', 'block_weights', 'dflash_loss',
-           'DFlashStrategy', 'build_dflash_model', 'dflash_strategy', 'SpecOutput', 'draft_block',
+           'Anchored', 'DFlashSettings', 'DFlashStrategy', 'build_dflash_model', 'SpecOutput', 'draft_block',
            'speculative_generate', 'target_greedy', 'speculative_cli']
 
 # %% ../nbs/15_dflash.ipynb
@@ -294,37 +295,47 @@ def dflash_loss(logits: Tensor, blocks: Blocks, gamma: float, weight_sum) -> Los
     return LossParts(loss, loss.detach(), None)
 
 # %% ../nbs/15_dflash.ipynb
+@dataclass(frozen=True)
+class Anchored(Stage):
+    "DFlash's model input: the clean batch (the target reads it) and the drafter's blocks."
+    batch: Batch
+    blocks: Blocks           # [B, Q = N * block_size] block tokens, positions, targets, loss mask; [B, N] anchors
+
+@dataclass(frozen=True)
+class DFlashSettings:
+    block_size: int = 8                     # anchor + drafted tokens per block (>= 2)
+    num_blocks_per_sample: int = 8          # anchors (blocks) per row
+    anchor_sampling: str = 'independent'    # one of ANCHOR_SAMPLING
+    loss_gamma: Optional[float] = None      # decay of the per-position weight; None = the paper's default for block_size
+    def __post_init__(self):
+        if self.block_size < 2: raise ValueError(f"dflash block_size={self.block_size} must be >= 2 (an anchor plus drafted tokens)")
+        if self.anchor_sampling not in ANCHOR_SAMPLING:
+            raise ValueError(f"anchor_sampling={self.anchor_sampling!r}; use one of {ANCHOR_SAMPLING}")
+    @property
+    def gamma(self) -> float: return self.loss_gamma or default_gamma(self.block_size)
+
 @register_strategy
-class DFlashStrategy(Strategy):
+class DFlashStrategy:
     "DFlash drafter training: anchors per row from the row's seed, one drafter pass over all blocks, decay-weighted CE."
-    name, needs_mask_token = 'dflash', False
+    name, Settings = 'dflash', DFlashSettings
+    def __init__(self, settings: DFlashSettings): self.settings = settings
 
-    def __init__(self, block_size: int = 8, num_blocks_per_sample: int = 8, anchor_sampling: str = 'independent',
-                 loss_gamma: Optional[float] = None, **kw):
-        super().__init__(block_size=block_size, **kw)
-        if block_size < 2: raise ValueError(f"dflash block_size={block_size} must be >= 2 (an anchor plus drafted tokens)")
-        if anchor_sampling not in ANCHOR_SAMPLING: raise ValueError(f"anchor_sampling={anchor_sampling!r}; use one of {ANCHOR_SAMPLING}")
-        self.num_blocks, self.sampling = num_blocks_per_sample, anchor_sampling
-        self.gamma = loss_gamma or default_gamma(block_size)
-
-    def prepare_batch(self, batch: dict, sample_seeds: Tensor) -> dict:
+    def prepare(self, batch: Batch) -> Anchored:
         "Sample anchors (per-example `dflash_anchors` stream) and lay out the blocks."
-        batch['sample_seeds'] = sample_seeds
-        am, lm = batch['attention_mask'], batch['loss_mask']
-        anchors, valid = sample_anchors(am, lm, self.num_blocks, self.block_size, row_generators(sample_seeds, 'dflash_anchors'),
-                                        self.sampling)
-        batch['blocks'] = make_blocks(batch['input_ids'], am, lm, anchors, valid, self.block_size)
-        return batch
+        s, am, lm = self.settings, batch.attention_mask, batch.loss_mask
+        anchors, valid = sample_anchors(am, lm, s.num_blocks_per_sample, s.block_size,
+                                        row_generators(batch.sample_seeds, 'dflash_anchors'), s.anchor_sampling)
+        return Anchored(batch, make_blocks(batch.input_ids, am, lm, anchors, valid, s.block_size))
 
-    def loss_denominators(self, batches: list[dict]) -> tuple[Tensor, Tensor]:
+    def denominators(self, stages: list[Anchored]) -> Counts:
         "Local sum of quantized decay weights over scored positions (all-reduced by the trainer), no AR term."
-        return sum(block_weights(b['blocks'], self.gamma).sum() for b in batches), torch.zeros((), dtype=torch.long)
+        return Counts(sum(block_weights(s.blocks, self.settings.gamma).sum() for s in stages), torch.zeros((), dtype=torch.long))
 
-    def loss(self, model, batch: dict, num_diffusion, num_ar) -> LossParts:
-        bl = batch['blocks']
-        mask = dflash_mask(bl.anchors, batch['attention_mask'], self.block_size)
-        logits = model(bl.ids, bl.position_ids, mask, input_ids=batch['input_ids'], attention_mask=batch['attention_mask'])
-        return dflash_loss(logits, bl, self.gamma, num_diffusion)
+    def loss(self, model, stage: Anchored, counts: Counts) -> LossParts:
+        bl, b = stage.blocks, stage.batch
+        mask = dflash_mask(bl.anchors, b.attention_mask, self.settings.block_size)
+        logits = model(bl.ids, bl.position_ids, mask, input_ids=b.input_ids, attention_mask=b.attention_mask)
+        return dflash_loss(logits, bl, self.settings.gamma, counts.diffusion)
 
 # %% ../nbs/15_dflash.ipynb
 def build_dflash_model(cfg, tokenizer) -> tuple[DFlashDrafter, None]:
@@ -343,12 +354,6 @@ def build_dflash_model(cfg, tokenizer) -> tuple[DFlashDrafter, None]:
                       vocab_size=tc.vocab_size, target=target_id, target_dtype=x.target_dtype,
                       target_info=_target_info(tc))
     return DFlashDrafter(c, target), None
-
-def dflash_strategy(cfg, tokenizer) -> DFlashStrategy:
-    "The `DFlashStrategy` for `cfg.dflash`."
-    x = cfg.dflash
-    return DFlashStrategy(block_size=x.block_size, num_blocks_per_sample=x.num_blocks_per_sample,
-                          anchor_sampling=x.anchor_sampling, loss_gamma=x.loss_gamma, pad_token_id=tokenizer.pad_token_id)
 
 # %% ../nbs/15_dflash.ipynb
 @dataclass

@@ -4,6 +4,7 @@
 
 # %% ../nbs/08b_idlm.ipynb 2
 from __future__ import annotations
+from dataclasses import dataclass
 from typing import Optional
 import torch
 from torch import Tensor, nn
@@ -16,11 +17,12 @@ from .generate import (GenerationOutput, Prompts, _cut, _device, _token_id, enco
 from .loss import LossParts, count_tokens, token_ce
 from .masks import MaskMod, bd3_mask_mod, dense_mask
 from .models import ATTN_IMPLEMENTATIONS, _DLLMWrapper, model_attention_mask
-from .strategies import Strategy, register_strategy
+from .stages import Batch, Counts, Noised, Stage
+from .strategies import _need_mask, register_strategy
 
 # %% auto 0
-__all__ = ['idlm_mask_mod', 'idlm_mask', 'idlm_block_mask', 'IntrospectiveDiffusionLM', 'idlm_targets', 'idlm_loss',
-           'IDLMStrategy', 'idlm_losses', 'generate_idlm']
+__all__ = ['idlm_mask_mod', 'idlm_mask', 'idlm_block_mask', 'IntrospectiveDiffusionLM', 'idlm_targets', 'idlm_loss', 'IDLMInput',
+           'IDLMSettings', 'IDLMStrategy', 'idlm_losses', 'generate_idlm']
 
 # %% ../nbs/08b_idlm.ipynb
 def idlm_mask_mod(seq_len: int, block_size: int, attention_mask: Optional[Tensor] = None) -> MaskMod:
@@ -104,34 +106,48 @@ def idlm_loss(logits: Tensor, target_ids: Tensor, targets: Tensor, num_targets, 
     return LossParts(noisy + alpha * clean, noisy, clean)
 
 # %% ../nbs/08b_idlm.ipynb
-@register_strategy
-class IDLMStrategy(Strategy):
-    "I-DLM: all-masked corruption, one `[x_t | x_0]` pass, Dream-shifted `CE_noisy + α·CE_clean` over the targets."
-    name, normalization_mode = 'idlm', 'supervised'
+@dataclass(frozen=True)
+class IDLMInput(Stage):
+    "I-DLM's model input: the all-masked `Noised` batch (x_t), read with x_0 as one `[x_t | x_0]` pass of `2L`, and its targets."
+    noised: Noised
+    targets: Tensor          # [B, L] bool: token j >= 1 is a target (of position j - 1 in both halves)
 
-    def __init__(self, block_size: int = 1, clean_loss_weight: float = 0.2, auto_balance: bool = False, **kw):
-        super().__init__(block_size=block_size, **kw)
+    @property
+    def batch(self) -> Batch: return self.noised.batch
+
+@dataclass(frozen=True)
+class IDLMSettings:
+    mask_token_id: Optional[int] = None     # id of the mask token x_t is made of (required, inside the vocabulary)
+    vocab_size: Optional[int] = None        # when given, mask_token_id is checked to lie inside it
+    block_size: int = 1                     # block length of the [x_t | x_0] mask
+    clean_loss_weight: float = 0.2          # weight alpha of the clean-copy CE in CE_noisy + alpha * CE_clean
+    auto_balance: bool = False              # alpha = detached CE_noisy / CE_clean instead
+    def __post_init__(self):
+        _need_mask(self.mask_token_id, 'idlm')
         if self.vocab_size is not None and not 0 <= self.mask_token_id < self.vocab_size:
             raise ValueError(f"mask_token_id={self.mask_token_id} is outside the vocabulary (size {self.vocab_size}); "
                              "add the mask token to the tokenizer and resize the embeddings (models.add_mask_token).")
-        if clean_loss_weight < 0: raise ValueError(f"clean_loss_weight={clean_loss_weight} must be >= 0.")
-        self.clean_loss_weight, self.auto_balance = clean_loss_weight, auto_balance
+        if self.clean_loss_weight < 0: raise ValueError(f"clean_loss_weight={self.clean_loss_weight} must be >= 0.")
 
-    def apply_corruption(self, batch: dict, gens) -> dict:
-        batch['noisy_input_ids'], batch['noise_mask'], batch['p_mask'] = corrupt_all_masked(
-            batch['input_ids'], batch['loss_mask'], self.mask_token_id)
-        return batch
+@register_strategy
+class IDLMStrategy:
+    "I-DLM: all-masked corruption, one `[x_t | x_0]` pass, Dream-shifted `CE_noisy + α·CE_clean` over the targets."
+    name, Settings = 'idlm', IDLMSettings
+    def __init__(self, settings: IDLMSettings): self.settings = settings
 
-    def loss_denominators(self, batches: list[dict]) -> tuple[Tensor, Tensor]:
+    def prepare(self, batch: Batch) -> IDLMInput:
+        n = Noised(batch, *corrupt_all_masked(batch.input_ids, batch.loss_mask, self.settings.mask_token_id))
+        return IDLMInput(n, idlm_targets(batch.loss_mask, batch.attention_mask))
+
+    def denominators(self, stages: list[IDLMInput]) -> Counts:
         "Local number of targets (both CE terms share it), and 0 for the unused AR count."
-        n = sum(count_tokens(idlm_targets(b['loss_mask'], b['attention_mask'])) for b in batches)
-        return n, torch.zeros((), dtype=torch.long)
+        return Counts(sum(count_tokens(s.targets) for s in stages), torch.zeros((), dtype=torch.long))
 
-    def loss(self, model, batch: dict, num_diffusion, num_ar) -> LossParts:
-        logits = model(input_ids=batch['input_ids'], noisy_input_ids=batch['noisy_input_ids'],
-                       attention_mask=batch['attention_mask'], block_size=self.block_size)
-        return idlm_loss(logits, batch['input_ids'], idlm_targets(batch['loss_mask'], batch['attention_mask']),
-                         num_diffusion, self.clean_loss_weight, self.auto_balance)
+    def loss(self, model, stage: IDLMInput, counts: Counts) -> LossParts:
+        b, s = stage.batch, self.settings
+        logits = model(input_ids=b.input_ids, noisy_input_ids=stage.noised.noisy_ids, attention_mask=b.attention_mask,
+                       block_size=s.block_size)
+        return idlm_loss(logits, b.input_ids, stage.targets, counts.diffusion, s.clean_loss_weight, s.auto_balance)
 
 # %% ../nbs/08b_idlm.ipynb
 @torch.no_grad()

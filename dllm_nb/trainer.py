@@ -13,6 +13,7 @@ from torch import Tensor
 from .core import sample_seed, sample_seeds, stream_seed
 from .config import mode_block_size
 from .distributed import all_reduce_sum, clip_grad_norm_, set_grad_sync
+from .stages import Batch, Counts
 
 logger = logging.getLogger(__name__)
 
@@ -31,11 +32,11 @@ def lr_factor(step: int, warmup_steps: int, max_steps: int, min_lr_ratio: float 
     return min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
 
 # %% ../nbs/09_trainer.ipynb
-def step_denominators(strategy, batches: list[dict], all_reduce: Callable = all_reduce_sum) -> tuple[Tensor, Tensor]:
-    "Global `(num_diffusion, num_ar)` of a step: the strategy's local counts over all micro-batches, summed over ranks."
-    nd, na = strategy.loss_denominators(batches)
-    counts = all_reduce(torch.stack([torch.as_tensor(nd), torch.as_tensor(na)]).long())
-    return counts[0], counts[1]
+def step_denominators(strategy, stages: list, all_reduce: Callable = all_reduce_sum) -> Counts:
+    "Global `Counts` of a step: the strategy's local counts over all micro-batches, summed over ranks."
+    c = strategy.denominators(stages)
+    n = all_reduce(torch.stack([torch.as_tensor(c.diffusion), torch.as_tensor(c.ar)]).long())
+    return Counts(n[0], n[1])
 
 # %% ../nbs/09_trainer.ipynb
 @dataclass
@@ -51,15 +52,15 @@ def _reduced(parts: list, all_reduce: Callable) -> Tensor:
     return all_reduce(v.sum(0))
 
 # %% ../nbs/09_trainer.ipynb
-def train_step(model, strategy, optimizer, batches: list[dict], seeds: list[Tensor], dp_size: int = 1,
-               grad_clip: float | None = 1.0, all_reduce: Callable = all_reduce_sum, scheduler=None) -> StepResult:
-    "One optimizer step over this rank's micro-batches (`batches`, with per-example `seeds`), global denominators."
-    batches = [strategy.prepare_batch(b, s) for b, s in zip(batches, seeds)]
-    nd, na = step_denominators(strategy, batches, all_reduce)
+def train_step(model, strategy, optimizer, batches: list[Batch], dp_size: int = 1, grad_clip: float | None = 1.0,
+               all_reduce: Callable = all_reduce_sum, scheduler=None) -> StepResult:
+    "One optimizer step over this rank's micro-batches (each `Batch` carries its rows' seeds), global denominators."
+    stages = [strategy.prepare(b) for b in batches]
+    counts = step_denominators(strategy, stages, all_reduce)
     parts = []
-    for i, b in enumerate(batches):
-        set_grad_sync(model, i == len(batches) - 1)                   # reduce gradients once, on the last micro-batch
-        p = strategy.loss(model, b, nd, na)
+    for i, st in enumerate(stages):
+        set_grad_sync(model, i == len(stages) - 1)                     # reduce gradients once, on the last micro-batch
+        p = strategy.loss(model, st, counts)
         (p.loss * dp_size).backward()
         parts.append(p)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -72,21 +73,22 @@ def train_step(model, strategy, optimizer, batches: list[dict], seeds: list[Tens
         with warnings.catch_warnings():
             warnings.filterwarnings('ignore', message=r'Detected call of `lr_scheduler\.step\(\)` before')
             scheduler.step()
-    toks = all_reduce(torch.stack([sum(b['attention_mask'].sum() for b in batches).cpu(),
-                                   sum(b['loss_mask'].sum() for b in batches).cpu()]).long())
-    return StepResult(loss, dllm, ar, float(gn), int(nd), int(na), int(toks[0]), int(toks[1]), skipped=not ok)
+    toks = all_reduce(torch.stack([sum(b.attention_mask.sum() for b in batches).cpu(),
+                                   sum(b.loss_mask.sum() for b in batches).cpu()]).long())
+    return StepResult(loss, dllm, ar, float(gn), int(counts.diffusion), int(counts.ar), int(toks[0]), int(toks[1]),
+                      skipped=not ok)
 
 # %% ../nbs/09_trainer.ipynb
 @torch.no_grad()
-def validate(model, strategy, batches: list[dict], seeds: list[Tensor], all_reduce: Callable = all_reduce_sum) -> dict:
+def validate(model, strategy, batches: list[Batch], all_reduce: Callable = all_reduce_sum) -> dict:
     "Validation loss of all `batches` of all ranks as one step (global denominators); model left in train mode."
     was_training = model.training
     model.eval()
-    batches = [strategy.prepare_batch(b, s) for b, s in zip(batches, seeds)]
-    nd, na = step_denominators(strategy, batches, all_reduce)          # ranks may hold different numbers of batches
-    loss, dllm, ar = _reduced([strategy.loss(model, b, nd, na) for b in batches] or [[None] * 3], all_reduce).tolist()
+    stages = [strategy.prepare(b) for b in batches]
+    counts = step_denominators(strategy, stages, all_reduce)           # ranks may hold different numbers of batches
+    loss, dllm, ar = _reduced([strategy.loss(model, s, counts) for s in stages] or [[None] * 3], all_reduce).tolist()
     model.train(was_training)
-    return dict(val_loss=loss, val_dllm_loss=dllm, val_ar_loss=ar, val_tokens=int(nd))
+    return dict(val_loss=loss, val_dllm_loss=dllm, val_ar_loss=ar, val_tokens=int(counts.diffusion))
 
 # %% ../nbs/09_trainer.ipynb
 def memory_mb(device: torch.device | str = 'cpu') -> float:
@@ -215,18 +217,10 @@ def build_model(cfg, tokenizer, verbose: bool = True):
     return MaskedDiffusionLM(backbone, supervise_padding=d.supervise_padding, shift_logits=d.shift_logits), mask_id
 
 def build_strategy(cfg, tokenizer, mask_token_id, vocab_size: int):
-    "The `dllm_nb.strategies` strategy for `cfg.dllm`."
-    from dllm_nb.strategies import get_strategy
-    import dllm_nb.idlm   # registers the 'idlm' strategy
-    d = cfg.dllm
-    if d.mode == 'dflash': from dllm_nb.dflash import dflash_strategy; return dflash_strategy(cfg, tokenizer)
-    return get_strategy(d.mode, mask_token_id=mask_token_id, vocab_size=vocab_size, block_size=mode_block_size(cfg),
-                        eps=d.eps, t_sampling=d.t_sampling, pad_token_id=tokenizer.pad_token_id,
-                        half_life_ratio=d.half_life_ratio, ar_loss_alpha=d.ar_loss_alpha,
-                        sliding_window=d.sliding_window, self_conditioning=d.self_conditioning,
-                        self_cond_prob=d.self_cond_prob, encoder_loss_weight=d.encoder_loss_weight,
-                        scored_blocks=d.scored_blocks, clean_loss_weight=cfg.idlm.clean_loss_weight,
-                        auto_balance=cfg.idlm.auto_balance, ar_warmup_steps=d.ar_warmup_steps)
+    "The `dllm_nb.strategies` strategy for `cfg.dllm.mode`, built from its typed settings (`settings_from_config`)."
+    from dllm_nb.strategies import get_strategy, settings_from_config
+    import dllm_nb.idlm, dllm_nb.dflash   # register the 'idlm' and 'dflash' strategies
+    return get_strategy(cfg.dllm.mode, **settings_from_config(cfg, mask_token_id, vocab_size, tokenizer.pad_token_id))
 
 # %% ../nbs/09_trainer.ipynb
 def build_collator(cfg, tokenizer):
@@ -345,26 +339,23 @@ class Trainer:
         b = self.collator([ds[int(i)] for i in indices])
         return {k: v.to(self.dist.device) for k, v in b.items()}
 
-    def micro_batch(self, mb) -> dict:
-        "A training micro-batch plus each row's index in the step's global batch (for stratified t across ranks)."
-        b = self.collate(self.train_ds, mb.indices)
-        b['global_index'] = torch.tensor(mb.positions) - mb.step * mb.global_batch_size
-        b['global_batch_size'] = mb.global_batch_size
-        b['step'] = mb.step                                             # for strategies with phases (mdlm AR warm-up)
-        return b
+    def micro_batch(self, mb) -> Batch:
+        "A training micro-batch: its rows collated, their seeds and slots in the step's global batch, and the step."
+        return Batch.from_collated(self.collate(self.train_ds, mb.indices), mb.seeds(self.cfg.seed),
+                                   torch.tensor(mb.positions) - mb.step * mb.global_batch_size, mb.global_batch_size, mb.step)
 
 # %% ../nbs/09_trainer.ipynb
-def _val_batches(self) -> tuple[list[dict], list[Tensor]]:
-    "This rank's fixed validation micro-batches and their seeds (the `validation` stream of the base seed)."
+def _val_batches(self) -> list[Batch]:
+    "This rank's fixed validation micro-batches, seeded from the `validation` stream of the base seed (no step)."
     t, W, r = self.cfg.train, self.dist.world_size, self.dist.rank
-    if self.val_ds is None or not t.eval_batches: return [], []
+    if self.val_ds is None or not t.eval_batches: return []
     n = min(len(self.val_ds), t.eval_batches * t.global_batch_size)     # the same examples on any number of ranks
     if n < W: raise ValueError(f"the validation set has {n} examples, fewer than the {W} processes; raise data.val_size.")
     lo, hi = r * n // W, (r + 1) * n // W                               # this rank's contiguous chunk
     base = stream_seed(self.cfg.seed, 'validation')
     idx = [list(range(s, min(s + t.micro_batch_size, hi))) for s in range(lo, hi, t.micro_batch_size)]
-    batches = [dict(self.collate(self.val_ds, i), global_index=torch.tensor(i), global_batch_size=n) for i in idx]
-    return batches, [torch.tensor([sample_seed(0, n, 0, 1, 0, n, k, base) for k in i]) for i in idx]
+    seeds = [torch.tensor([sample_seed(0, n, 0, 1, 0, n, k, base) for k in i]) for i in idx]
+    return [Batch.from_collated(self.collate(self.val_ds, i), s, torch.tensor(i), n) for i, s in zip(idx, seeds)]
 
 def _trainer_state(self, step: int) -> dict:
     return dict(step=step, sampler=self.sampler.state_dict(), scheduler=self.scheduler.state_dict(),
@@ -472,8 +463,8 @@ def _fit(self, stop_at: int | None = None) -> list[dict]:
     bar = tqdm(total=t.max_steps, initial=start, disable=self.quiet or not self.dist.is_main, desc='train')
     records, self._tic, bad = [], time.perf_counter(), 0               # bad: consecutive non-finite steps
     self.model.train()
-    if start == 0 and t.eval_every and val[0]:                          # the starting point of the validation curve
-        rec0 = validate(self.model, self.strategy, *val)
+    if start == 0 and t.eval_every and val:                             # the starting point of the validation curve
+        rec0 = validate(self.model, self.strategy, val)
         self.logger.log(0, rec0, echo=None if self.quiet else bar.write); records.append(dict(step=0, **rec0))
     # with torchrun every process gets the signal at its own moment, so only one process defers Ctrl-C to a step end
     with DeferredInterrupt(self.dist.world_size == 1) as intr:
@@ -499,7 +490,7 @@ def _fit_step(self, step: int, val, bad: int, bar) -> dict:
     mbs = self.sampler.micro_batches(step)
     with self.autocast():
         res = train_step(self.model, self.strategy, self.optimizer, [self.micro_batch(m) for m in mbs],
-                         [m.seeds(self.cfg.seed) for m in mbs], self.dist.world_size, t.grad_clip, scheduler=self.scheduler)
+                         self.dist.world_size, t.grad_clip, scheduler=self.scheduler)
     dt, self._tic = time.perf_counter() - self._tic, time.perf_counter()  # since the previous step ended
     rec = dict(loss=res.loss, dllm_loss=res.dllm_loss, ar_loss=res.ar_loss, grad_norm=res.grad_norm,
                lr=self.scheduler.get_last_lr()[0], tokens_per_step=res.tokens, tps=res.tokens / dt,
@@ -508,8 +499,8 @@ def _fit_step(self, step: int, val, bad: int, bar) -> dict:
         rec['skipped'] = 1
         if self.dist.is_main: bar.write(f"step {step + 1}: loss={res.loss:.4g} grad_norm={res.grad_norm:.4g} is not finite; "
                                         f"optimizer step skipped ({bad + 1} in a row, train.max_bad_steps={t.max_bad_steps})")
-    if t.eval_every and val[0] and ((step + 1) % t.eval_every == 0 or step + 1 == t.max_steps):
-        rec.update(validate(self.model, self.strategy, *val))
+    if t.eval_every and val and ((step + 1) % t.eval_every == 0 or step + 1 == t.max_steps):
+        rec.update(validate(self.model, self.strategy, val))
     if (step + 1) % t.log_every == 0 or 'val_loss' in rec or step + 1 == t.max_steps or res.skipped:
         self.logger.log(step + 1, rec, echo=None if self.quiet else bar.write)
     return rec

@@ -322,7 +322,7 @@ def test_validation_same_examples_any_world_size(tmp_path):
     from dllm_nb.trainer import Trainer, validate
     over = [*TINY, f'output_dir={tmp_path}', 'data.val_size=10', 'train.eval_batches=2', 'train.dist_timeout_s=77']
     tr = Trainer(cfg_of(tmp_path, *over[len(TINY) + 1:]), quiet=True)                     # 1 process: here
-    (tmp_path / '1.json').write_text(json.dumps(validate(tr.model, tr.strategy, *tr.val_batches())))
+    (tmp_path / '1.json').write_text(json.dumps(validate(tr.model, tr.strategy, tr.val_batches())))
     script = str(ROOT / 'tests' / 'scripts' / 'val_world.py')
     r = cli(['-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2', script, str(tmp_path / '2.json'), *over], timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
