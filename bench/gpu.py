@@ -89,9 +89,10 @@ def predicate_masks(window, attention_mask, block):
 
 def bd_step(model, strategy, batch, opt, dev, train=True):
     from dllm_nb.loss import count_tokens, ar_pair_count
-    nd, na = count_tokens(batch['window'].loss_mask), ar_pair_count(batch['attention_mask'])
+    from dllm_nb.stages import Counts
+    counts = Counts(count_tokens(batch.window.loss_mask), ar_pair_count(batch.batch.attention_mask))
     with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == 'cuda'), torch.set_grad_enabled(train):
-        parts = strategy.loss(model, batch, nd, na)
+        parts = strategy.loss(model, batch, counts)
     if train:
         parts.loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)
     return float(parts.loss)
@@ -108,6 +109,7 @@ def timed_steps(fn, dev, n, warmup):
 def part_flex(dev, smoke):
     from dllm_nb.models import tiny_config
     from dllm_nb.strategies import get_strategy
+    from dllm_nb.stages import Batch
     vocab, block = (64, 4) if smoke else (32000, 16)
     cfg = tiny_config('llama', vocab_size=vocab, **(dict(hidden_size=64, num_layers=2) if smoke else
                                                     dict(hidden_size=1024, num_layers=12, num_heads=16, num_kv_heads=8)),
@@ -125,10 +127,10 @@ def part_flex(dev, smoke):
             opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
             reset_peak(dev)
             sync(dev); t0 = time.perf_counter()
-            batch = strat.prepare_batch(dict(raw), seeds)
-            if path == 'flex': batch['window'] = predicate_masks(batch['window'], raw['attention_mask'], block)
+            batch = strat.prepare(Batch.from_collated(raw, seeds))
+            if path == 'flex': batch = replace(batch, window=predicate_masks(batch.window, raw['attention_mask'], block))
             sync(dev); build_s = time.perf_counter() - t0
-            w = batch['window']
+            w = batch.window
             mask_b = tensor_bytes(w.decoder_mask) + tensor_bytes(w.encoder_mask)
             train = not (smoke and path != 'sdpa')                   # Flex has no CPU backward
             try:
@@ -176,8 +178,7 @@ def part_bf16(dev, smoke, steps):
         losses, t0 = [], time.perf_counter()
         for step in range(steps):
             mbs = tr.sampler.micro_batches(step)
-            res = train_step(tr.model, tr.strategy, opt, [tr.micro_batch(m) for m in mbs],
-                             [m.seeds(tr.cfg.seed) for m in mbs], 1, t.grad_clip, scheduler=sched)
+            res = train_step(tr.model, tr.strategy, opt, [tr.micro_batch(m) for m in mbs], 1, t.grad_clip, scheduler=sched)
             losses.append(res.loss)
         curves[name] = dict(losses=losses, seconds=time.perf_counter() - t0)
     a, b = curves['fp32']['losses'], curves['bf16']['losses']
@@ -196,6 +197,7 @@ def step_flops(n_params, L, d, passes):
 def part_mfu(dev, smoke):
     from dllm_nb.models import MaskedDiffusionLM, tiny_config, build_backbone
     from dllm_nb.strategies import get_strategy
+    from dllm_nb.stages import Batch, Counts
     from dllm_nb.loss import count_tokens
     shape = (dict(vocab_size=512, hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=128)
              if smoke else dict(vocab_size=151936, hidden_size=896, num_layers=24, num_heads=14, num_kv_heads=2,
@@ -216,23 +218,23 @@ def part_mfu(dev, smoke):
             strat = get_strategy(mode, vocab_size=V, block_size=block, scored_blocks='all')
         else:
             model = MaskedDiffusionLM(bb).to(dev)
-            strat = get_strategy(mode, mask_token_id=V - 1, vocab_size=V)
+            strat = get_strategy(mode, mask_token_id=V - 1)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=dev.type == 'cuda')
-        batch = strat.prepare_batch(dict(raw), torch.arange(B))
+        batch = strat.prepare(Batch.from_collated(raw, torch.arange(B)))
         if mode == 'block_diffusion' and not smoke:
-            batch['window'] = predicate_masks(batch['window'], raw['attention_mask'], block)
+            batch = replace(batch, window=predicate_masks(batch.window, raw['attention_mask'], block))
         def step():
             with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == 'cuda'):
                 if mode == 'block_diffusion':
                     from dllm_nb.loss import ar_pair_count
-                    p = strat.loss(model, batch, count_tokens(batch['window'].loss_mask), ar_pair_count(raw['attention_mask']))
+                    p = strat.loss(model, batch, Counts(count_tokens(batch.window.loss_mask), ar_pair_count(raw['attention_mask'])))
                 else:
-                    p = strat.loss(model, batch, count_tokens(raw['loss_mask']), torch.zeros(()))
+                    p = strat.loss(model, batch, Counts(count_tokens(raw['loss_mask']), torch.zeros(())))
             p.loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)
         reset_peak(dev)
         sec, _ = timed_steps(step, dev, n=2 if smoke else 6, warmup=1 if smoke else 3)
         if mode == 'block_diffusion':
-            R = int(batch['window'].canvas_ids.shape[1])
+            R = int(batch.window.canvas_ids.shape[1])
             passes = [(B * S, S, True), (B * R, S + R, False), (B * R, S + R, True)]
         else:
             passes = [(B * S, S, True)]

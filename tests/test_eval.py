@@ -108,7 +108,7 @@ def test_one_step_bound_matches_enumeration_through_sampler_cache():
 
 def test_block_diffusion_losses_rejects_multi_run():
     m = BlockDiffusionLM(build_backbone(tiny_config(vocab_size=8, hidden_size=32))).eval()
-    with pytest.raises(ValueError, match='example 1: .*contiguous'):
+    with pytest.raises(ValueError, match='one contiguous supervised run per example, but batch row 1'):
         block_diffusion_losses(m, torch.ones(2, 6, dtype=torch.long), torch.tensor([[0, 1, 1, 0, 0, 0], [0, 1, 0, 1, 0, 0]]), 2)
 
 
