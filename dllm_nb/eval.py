@@ -95,7 +95,7 @@ def mdlm_nll_bound(model: nn.Module, input_ids: Tensor, loss_mask: Tensor, mask_
     for k in range(n_samples):
         t = ts[:, k]                                                                            # [B]
         noise = _rand_on(sup, gens) < t[:, None]                                                # masked positions
-        logits = model(torch.where(noise, mask_token_id, input_ids), attention_mask)
+        logits = model(torch.where(noise, mask_token_id, input_ids), attention_mask).logits
         total += row_ce(logits, input_ids, noise) / t.double()
     per_example, n_tok = total / n_samples, sup.sum(-1)
     return dict(per_example=per_example, n_tokens=n_tok, per_token=(per_example.sum() / n_tok.sum()).item())

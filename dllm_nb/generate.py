@@ -149,7 +149,7 @@ def _mdlm_forward(model: nn.Module):
     if isinstance(model, MaskedDiffusionLM) and model.supervise_padding:
         model = copy.copy(model)                   # same class (subclasses too) and modules; only the flag differs
         model.supervise_padding = False
-    return lambda x, am: model(x, am)
+    return lambda x, am: model(x, am).logits
 
 # %% ../nbs/12_generate.ipynb
 def mdlm_canvas(model: nn.Module, prompts: Prompts, gen_length: int, mask_token_id: Optional[int] = None, tokenizer=None,

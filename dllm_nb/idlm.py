@@ -16,7 +16,7 @@ from .generate import (GenerationOutput, Prompts, _cut, _device, _token_id, enco
                               right_pad, row_seeds)
 from .loss import LossParts, count_tokens, token_ce
 from .masks import MaskMod, bd3_mask_mod, dense_mask
-from .models import ATTN_IMPLEMENTATIONS, _DLLMWrapper, model_attention_mask
+from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, _DLLMWrapper, model_attention_mask
 from .stages import Batch, Counts, Noised, Stage
 from .strategies import _need_mask, register_strategy
 
@@ -59,7 +59,7 @@ def idlm_block_mask(seq_len: int, block_size: int, attention_mask: Tensor, BLOCK
 
 # %% ../nbs/08b_idlm.ipynb
 class IntrospectiveDiffusionLM(_DLLMWrapper):
-    "Causal-LM backbone run over `[x_t | x_0]` under the I-DLM mask; `forward` -> logits `[B, 2L, V]`."
+    "Causal-LM backbone run over `[x_t | x_0]` under the I-DLM mask; `forward` -> `DLLMOutput` (logits `[B, 2L, V]`)."
     def __init__(self, backbone: nn.Module, block_size: int = 1):
         super().__init__()
         impl = backbone.config._attn_implementation
@@ -72,7 +72,7 @@ class IntrospectiveDiffusionLM(_DLLMWrapper):
     def settings(self) -> dict: return dict(block_size=self.block_size)
 
     def forward(self, input_ids: Tensor, noisy_input_ids: Tensor, attention_mask: Optional[Tensor] = None,
-                block_size: Optional[int] = None) -> Tensor:
+                block_size: Optional[int] = None) -> DLLMOutput:
         B, L = input_ids.shape
         if tuple(noisy_input_ids.shape) != (B, L):
             raise ValueError(f"noisy_input_ids {tuple(noisy_input_ids.shape)} must match input_ids {(B, L)}.")
@@ -81,8 +81,8 @@ class IntrospectiveDiffusionLM(_DLLMWrapper):
         mask = (idlm_block_mask(L, bs, am) if self.attn_implementation == 'flex_attention'
                 else self._mask(idlm_mask(L, bs, am)))
         pos = torch.arange(L, device=input_ids.device).repeat(2).expand(B, 2 * L)
-        return self.backbone(input_ids=torch.cat([noisy_input_ids, input_ids], 1), attention_mask=mask,
-                             position_ids=pos, use_cache=False).logits
+        return DLLMOutput(self.backbone(input_ids=torch.cat([noisy_input_ids, input_ids], 1), attention_mask=mask,
+                                        position_ids=pos, use_cache=False).logits)
 
 # %% ../nbs/08b_idlm.ipynb
 def idlm_targets(loss_mask: Tensor, attention_mask: Optional[Tensor] = None) -> Tensor:
@@ -146,7 +146,7 @@ class IDLMStrategy:
     def loss(self, model, stage: IDLMInput, counts: Counts) -> LossParts:
         b, s = stage.batch, self.settings
         logits = model(input_ids=b.input_ids, noisy_input_ids=stage.noised.noisy_ids, attention_mask=b.attention_mask,
-                       block_size=s.block_size)
+                       block_size=s.block_size).logits
         return idlm_loss(logits, b.input_ids, stage.targets, counts.diffusion, s.clean_loss_weight, s.auto_balance)
 
 # %% ../nbs/08b_idlm.ipynb
@@ -156,7 +156,7 @@ def idlm_losses(model: IntrospectiveDiffusionLM, input_ids: Tensor, loss_mask: T
     "Per-token `noisy_ce` and `clean_ce` (floats) over the batch's targets, and `n_tokens [B]` per row."
     noisy_ids = corrupt_all_masked(input_ids, loss_mask, mask_token_id)[0]
     t = idlm_targets(loss_mask, attention_mask)
-    parts = idlm_loss(model(input_ids, noisy_ids, attention_mask, block_size), input_ids, t, int(t.sum()))
+    parts = idlm_loss(model(input_ids, noisy_ids, attention_mask, block_size).logits, input_ids, t, int(t.sum()))
     return dict(noisy_ce=parts.dllm_loss.item(), clean_ce=parts.ar_loss.item(), n_tokens=t.sum(-1))
 
 # %% ../nbs/08b_idlm.ipynb

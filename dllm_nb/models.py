@@ -21,9 +21,9 @@ from .masks import to_additive
 # %% auto 0
 __all__ = ['ARCH_CONFIGS', 'ATTN_IMPLEMENTATIONS', 'TINY_SIZES', 'MaskLike', 'DLLM_CONFIG_NAME', 'DLLM_WEIGHTS_NAME',
            'tiny_config', 'build_backbone', 'autocast_context', 'add_mask_token', 'gguf_cache_dir', 'gguf_to_hf',
-           'dense_to_block_mask', 'model_attention_mask', 'count_backbone_calls', 'mdlm_attention_mask',
+           'dense_to_block_mask', 'model_attention_mask', 'count_backbone_calls', 'mdlm_attention_mask', 'DLLMOutput',
            'MaskedDiffusionLM', 'canvas_position_ids', 'SharedKVCache', 'embedding_scale', 'soft_embedding',
-           'SelfConditioning', 'EncoderState', 'BlockDiffusionOutput', 'BlockDiffusionLM']
+           'SelfConditioning', 'EncoderState', 'BlockDiffusionLM']
 
 # %% ../nbs/07_models.ipynb
 ARCH_CONFIGS = dict(llama=LlamaConfig, qwen2=Qwen2Config, qwen3=Qwen3Config)
@@ -156,6 +156,12 @@ def mdlm_attention_mask(attention_mask: Optional[Tensor], seq_len: int, supervis
 # %% ../nbs/07_models.ipynb
 DLLM_CONFIG_NAME, DLLM_WEIGHTS_NAME = 'dllm_config.json', 'dllm_extra.safetensors'
 
+@dataclass
+class DLLMOutput:
+    "What every dLLM wrapper's `forward` returns (as HF models return an output object with `.logits`)."
+    logits: Tensor                           # [B, T, V] (MDLM), [B, 2L, V] (I-DLM) or canvas logits [B, R, V] (block diffusion)
+    encoder_logits: Optional[Tensor] = None  # [B, S, V] block diffusion's encoder next-token logits (training, or when asked)
+
 class _DLLMWrapper(nn.Module):
     "Shared plumbing: the backbone, its mask form, and save/load of backbone + extra modules + settings."
     _extra_modules: tuple = ()
@@ -193,7 +199,7 @@ class _DLLMWrapper(nn.Module):
 
 # %% ../nbs/07_models.ipynb
 class MaskedDiffusionLM(_DLLMWrapper):
-    "The backbone made bidirectional: `forward(input_ids, attention_mask, causal)` -> logits `[B, T, V]`."
+    "The backbone made bidirectional: `forward(input_ids, attention_mask, causal)` -> `DLLMOutput` (logits `[B, T, V]`)."
     def __init__(self, backbone: nn.Module, supervise_padding: bool = False, shift_logits: bool = False):
         super().__init__()
         self.backbone, self.supervise_padding, self.shift_logits = backbone, supervise_padding, shift_logits
@@ -201,14 +207,15 @@ class MaskedDiffusionLM(_DLLMWrapper):
 
     def settings(self) -> dict: return dict(supervise_padding=self.supervise_padding, shift_logits=self.shift_logits)
 
-    def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None, causal: bool = False) -> Tensor:
+    def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None, causal: bool = False) -> DLLMOutput:
         B, T = input_ids.shape
         keep = mdlm_attention_mask(attention_mask, T, self.supervise_padding, causal, input_ids.device)
         position_ids = torch.arange(T, device=input_ids.device).expand(B, T)
         logits = self.backbone(input_ids=input_ids, attention_mask=self._mask(keep.expand(B, 1, T, T)),
                                position_ids=position_ids, use_cache=False).logits
-        if not self.shift_logits or causal: return logits       # a causal pass already reads token i+1 at position i
-        return torch.cat([logits[:, :1], logits[:, :-1]], 1)     # Dream: token j is read at position j - 1
+        if self.shift_logits and not causal:                    # a causal pass already reads token i+1 at position i
+            logits = torch.cat([logits[:, :1], logits[:, :-1]], 1)   # Dream: token j is read at position j - 1
+        return DLLMOutput(logits)
 
 # %% ../nbs/07_models.ipynb
 def canvas_position_ids(prefix_len: Tensor, canvas_len: int) -> Tensor:
@@ -277,11 +284,6 @@ class EncoderState:
     kv: tuple                           # per layer (keys, values), each [B, kv_heads, S, head_dim], after RoPE
     logits: Optional[Tensor] = None     # [B, S, V] next-token logits of the clean sequence
 
-@dataclass
-class BlockDiffusionOutput:
-    logits: Tensor                          # [B, R, V] canvas logits (pass 2 in training)
-    encoder_logits: Optional[Tensor] = None  # [B, S, V] encoder next-token logits (training, or when asked)
-
 def _allow_checkpointing_with_cache(backbone: nn.Module) -> None:
     "SharedKVCache is replay-safe, so let HF gradient checkpointing keep it instead of dropping it."
     for module in backbone.modules():
@@ -348,7 +350,7 @@ class BlockDiffusionLM(_DLLMWrapper):
 
     def forward(self, input_ids: Tensor, canvas_ids: Tensor, encoder_mask: MaskLike, decoder_mask: MaskLike,
                 decoder_position_ids: Tensor, do_self_conditioning: Optional[Tensor] = None,
-                prev_logits: Optional[Tensor] = None, return_encoder_logits: Optional[bool] = None) -> BlockDiffusionOutput:
+                prev_logits: Optional[Tensor] = None, return_encoder_logits: Optional[bool] = None) -> DLLMOutput:
         _check_geometry(input_ids, canvas_ids, encoder_mask, decoder_mask, decoder_position_ids, do_self_conditioning)
         enc_logits = self.training if return_encoder_logits is None else return_encoder_logits
         state = self.encode(input_ids, encoder_mask, return_logits=enc_logits)
@@ -360,4 +362,4 @@ class BlockDiffusionLM(_DLLMWrapper):
             sc = self.self_cond_input(first, coins)
         elif self.self_conditioning and prev_logits is not None:
             sc = self.self_cond_input(prev_logits, do_self_conditioning)
-        return BlockDiffusionOutput(self.decode(*args, self_cond_embeds=sc).logits, state.logits)
+        return DLLMOutput(self.decode(*args, self_cond_embeds=sc).logits, state.logits)

@@ -86,9 +86,9 @@ class MDLMStrategy:
     def loss(self, model, stage: Batch | Noised, counts: Counts) -> LossParts:
         b = stage.batch
         if isinstance(stage, Noised):
-            logits = model(input_ids=stage.noisy_ids, attention_mask=b.attention_mask)
+            logits = model(input_ids=stage.noisy_ids, attention_mask=b.attention_mask).logits
             return mdlm_loss(logits, b.input_ids, stage.noise_mask, b.loss_mask, stage.p_mask, counts.diffusion)
-        logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask, causal=True)
+        logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask, causal=True).logits
         return ar_loss(logits, b.input_ids, ar_pair_mask(b.attention_mask, b.loss_mask), counts.ar)
 
 # %% ../nbs/08_strategies.ipynb
@@ -121,8 +121,8 @@ class HybridStrategy:
 
     def loss(self, model, stage: Noised, counts: Counts) -> LossParts:
         b = stage.batch
-        logits = model(input_ids=stage.noisy_ids, attention_mask=b.attention_mask)
-        ar_logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask, causal=True)
+        logits = model(input_ids=stage.noisy_ids, attention_mask=b.attention_mask).logits
+        ar_logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask, causal=True).logits
         return hybrid_loss(logits, b.input_ids, stage.noise_mask, b.loss_mask, stage.p_mask, counts.diffusion, counts.ar,
                            self.settings.ar_loss_alpha, ar_logits=ar_logits)
 

@@ -51,7 +51,7 @@ def _two_token_exact(model, ids):
     "Closed form of the MDLM bound for a 2-token response at positions 1, 2 (see the notebook)."
     x = torch.tensor([ids])
     with torch.no_grad():
-        ce = lambda inp: F.cross_entropy(model(torch.tensor([inp]))[0], x[0], reduction='none')
+        ce = lambda inp: F.cross_entropy(model(torch.tensor([inp])).logits[0], x[0], reduction='none')
         a = ce([ids[0], MASK, MASK])[1:].sum()
         b = ce([ids[0], MASK, ids[2]])[1] + ce([ids[0], ids[1], MASK])[2]
     return ((a + b) / 2).item()
