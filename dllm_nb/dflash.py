@@ -303,6 +303,7 @@ class Anchored(Stage):
 
 @dataclass(frozen=True)
 class DFlashSettings:
+    "Settings of `dflash` (from `dflash.*`)."
     block_size: int = 8                     # anchor + drafted tokens per block (>= 2)
     num_blocks_per_sample: int = 8          # anchors (blocks) per row
     anchor_sampling: str = 'independent'    # one of ANCHOR_SAMPLING

@@ -117,6 +117,7 @@ class IDLMInput(Stage):
 
 @dataclass(frozen=True)
 class IDLMSettings:
+    "Settings of `idlm` (from `idlm.*`)."
     mask_token_id: Optional[int] = None     # id of the mask token x_t is made of (required, inside the vocabulary)
     vocab_size: Optional[int] = None        # when given, mask_token_id is checked to lie inside it
     block_size: int = 1                     # block length of the [x_t | x_0] mask

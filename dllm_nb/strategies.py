@@ -56,6 +56,7 @@ def uniform_masking(batch: Batch, mask_token_id: int, eps: float, t_sampling: st
 # %% ../nbs/08_strategies.ipynb
 @dataclass(frozen=True)
 class MDLMSettings:
+    "Settings of `mdlm` (from `dllm.*`; `settings_from_config`)."
     mask_token_id: Optional[int] = None     # id that replaces a corrupted token (required)
     eps: float = 1e-3                       # smallest corruption probability, p = (1 - eps) t + eps
     t_sampling: str = 'iid'                 # how t is drawn across the batch: 'iid', 'antithetic', 'stratified'
@@ -94,6 +95,7 @@ class MDLMStrategy:
 # %% ../nbs/08_strategies.ipynb
 @dataclass(frozen=True)
 class HybridSettings:
+    "Settings of `hybrid` (from `dllm.*`)."
     mask_token_id: Optional[int] = None     # id that replaces a corrupted token (required)
     block_size: Optional[int] = 32          # corruption block; None = uniform masking as in MDLM (the reference)
     eps: float = 1e-3                       # smallest corruption level
@@ -129,6 +131,7 @@ class HybridStrategy:
 # %% ../nbs/08_strategies.ipynb
 @dataclass(frozen=True)
 class BlockDiffusionSettings:
+    "Settings of `block_diffusion` (from `dllm.*`)."
     vocab_size: Optional[int] = None        # corrupted tokens are drawn uniformly from [0, vocab_size) (required)
     block_size: int = 4                     # canvas block length
     eps: float = 1e-3                       # smallest corruption level
