@@ -4,6 +4,7 @@
 
 # %% ../nbs/03_masks.ipynb 2
 from __future__ import annotations
+from dataclasses import dataclass, fields, replace
 from typing import Callable, Optional
 import torch
 from torch import Tensor
@@ -12,8 +13,8 @@ from torch.nn.attention.flex_attention import BlockMask, create_block_mask
 # %% auto 0
 __all__ = ['MASK_COLORS', 'MaskMod', 'build_block_diffusion_training_mask', 'plot_block_mask', 'block_diffusion_rows',
            'block_diffusion_mask_mod', 'dense_mask', 'stack_example_masks', 'build_batched_block_mask', 'to_additive',
-           'encoder_mask_mod', 'build_encoder_mask', 'block_diffusion_block_mask', 'encoder_block_mask', 'bd3_mask_mod',
-           'bd3_training_mask']
+           'encoder_mask_mod', 'build_encoder_mask', 'block_diffusion_block_mask', 'encoder_block_mask', 'MaskSpec',
+           'DecoderMask', 'EncoderMask', 'bd3_mask_mod', 'bd3_training_mask']
 
 # %% ../nbs/03_masks.ipynb
 def _check_sizes(block_size: int, sliding_window: Optional[int]) -> None:
@@ -224,6 +225,48 @@ def encoder_block_mask(attention_mask: Tensor, sliding_window: Optional[int] = N
     tile = BLOCK_SIZE if isinstance(BLOCK_SIZE, int) else max(BLOCK_SIZE)
     am = torch.nn.functional.pad(attention_mask.to(device), (0, -S % tile))   # safe reads on padded key positions
     return create_block_mask(encoder_mask_mod(am, sliding_window), B, None, S, S, device=device, BLOCK_SIZE=BLOCK_SIZE)
+
+# %% ../nbs/03_masks.ipynb
+class MaskSpec:
+    "A 4D mask kept as its predicate's inputs; `.dense()` (SDPA/eager) or `.block_mask()` (FlexAttention) builds it."
+    shape: tuple
+    def dense(self) -> Tensor: raise NotImplementedError
+    def block_mask(self, BLOCK_SIZE: int = 128) -> BlockMask: raise NotImplementedError
+    def to(self, device) -> 'MaskSpec':
+        "The same description with its tensors on `device`."
+        return replace(self, **{f.name: getattr(self, f.name).to(device) for f in fields(self)
+                                if isinstance(getattr(self, f.name), Tensor)})
+
+@dataclass(frozen=True, eq=False)
+class DecoderMask(MaskSpec):
+    "The block-diffusion decoder mask `[B, 1, R, enc_len + R]` as its geometry: validated here, built on demand."
+    prefix_len: Tensor                     # [B] first supervised index: the canvas starts there
+    response_len: Tensor                   # [B] canvas length of each example
+    enc_len: int                           # S, the length the encoder batch is padded to
+    block_size: int
+    sliding_window: Optional[int] = None
+    def __post_init__(self):   # canvas_len: R = max(1, max(response_len)); an attribute, not a field, so that tree
+        R = _batch_geometry(self.prefix_len, self.response_len, self.enc_len, self.block_size, self.sliding_window)
+        object.__setattr__(self, 'canvas_len', R)   # maps that rebuild dataclasses from fields (FSDP's input cast) work
+    @property
+    def shape(self) -> tuple: return (len(self.prefix_len), 1, self.canvas_len, self.enc_len + self.canvas_len)
+    def dense(self) -> Tensor:
+        return build_batched_block_mask(self.prefix_len, self.response_len, self.enc_len, self.block_size, self.sliding_window)
+    def block_mask(self, BLOCK_SIZE: int = 128) -> BlockMask:
+        return block_diffusion_block_mask(self.prefix_len, self.response_len, self.enc_len, self.block_size,
+                                          self.sliding_window, BLOCK_SIZE=BLOCK_SIZE)
+
+@dataclass(frozen=True, eq=False)
+class EncoderMask(MaskSpec):
+    "The encoder mask `[B, 1, S, S]` as its inputs: causal over the content keys of `attention_mask`, optional window."
+    attention_mask: Tensor                 # [B, S] 1 on content
+    sliding_window: Optional[int] = None
+    def __post_init__(self): _check_sizes(1, self.sliding_window)
+    @property
+    def shape(self) -> tuple: B, S = self.attention_mask.shape; return (B, 1, S, S)
+    def dense(self) -> Tensor: return build_encoder_mask(self.attention_mask, self.sliding_window)
+    def block_mask(self, BLOCK_SIZE: int = 128) -> BlockMask:
+        return encoder_block_mask(self.attention_mask, self.sliding_window, BLOCK_SIZE=BLOCK_SIZE)
 
 # %% ../nbs/03_masks.ipynb
 def bd3_mask_mod(seq_len: int, block_size: int) -> MaskMod:

@@ -1,0 +1,125 @@
+"""FlexAttention end to end (issue 14 part 5), on the CPU: forward only, since FlexAttention has no CPU backward
+(training with `attn_implementation=flex_attention` needs a GPU; `bench/gpu.py` runs the full step there).
+
+For block diffusion (with and without a sliding window), mdlm, hybrid and idlm the *training* forward (the strategy's
+prepare + denominators + loss, as `train_step` runs it) gives the same loss and logits under `flex_attention` as under
+`sdpa`, and on the Flex path no dense `[B, 1, Q, K]` mask is built: every dense builder is patched to raise."""
+import warnings
+
+import pytest
+import torch
+import torch._dynamo
+
+import dllm_nb.idlm as idlm_mod
+from dllm_nb import masks, models
+from dllm_nb.idlm import IntrospectiveDiffusionLM
+from dllm_nb.models import BlockDiffusionLM, MaskedDiffusionLM, build_backbone, tiny_config
+from dllm_nb.strategies import get_strategy
+
+warnings.filterwarnings('ignore', message='.*flex_attention.*')
+V, MASK_ID = 64, 63
+
+
+def raw_batch(prompts=(4, 2, 7), resps=(9, 5, 3), S=20, seed=0):
+    "A ragged, right-padded batch: prompt then response (supervised), then padding."
+    g = torch.Generator().manual_seed(seed)
+    P, L = torch.tensor(prompts), torch.tensor(resps)
+    k = torch.arange(S)[None]
+    am = (k < (P + L)[:, None]).long()
+    lm = ((k >= P[:, None]) & (am == 1)).long()
+    return dict(input_ids=torch.randint(1, V - 1, (len(P), S), generator=g) * am, loss_mask=lm, attention_mask=am)
+
+
+def pair(wrapper, **kw):
+    "The same weights under `sdpa` and `flex_attention`, in training mode (the forward training runs)."
+    cfg = tiny_config('llama', vocab_size=V, hidden_size=32)
+    torch.manual_seed(0)
+    sdpa = wrapper(build_backbone(cfg, 'sdpa'), **kw)
+    if getattr(sdpa, 'self_cond', None) is not None:         # a non-zero MLP, so self-conditioning changes the logits
+        with torch.no_grad(): sdpa.self_cond.down.weight.normal_(0, .5)
+    flex = wrapper(build_backbone(cfg, 'flex_attention'), **kw)
+    flex.load_state_dict(sdpa.state_dict())
+    return sdpa.train(), flex.train()
+
+
+def training_loss(strategy, model, batch, seeds):
+    "One training forward as `train_step` runs it (prepare, the step's denominators, the loss), without backward."
+    b = strategy.prepare_batch({k: v.clone() for k, v in batch.items()}, seeds)
+    nd, na = strategy.loss_denominators([b])
+    with torch.no_grad(): return strategy.loss(model, b, nd, na)
+
+
+def _no_dense(*a, **k): raise AssertionError('the Flex training path built a dense mask')
+
+DENSE_BUILDERS = [(models, 'dense_to_block_mask'), (models, 'mdlm_attention_mask'), (masks, 'build_batched_block_mask'),
+                  (masks, 'build_encoder_mask'), (masks, 'dense_mask'), (idlm_mod, 'idlm_mask')]
+
+
+@pytest.fixture
+def no_dense_masks(monkeypatch):
+    "Inside the test, any dense mask builder raises."
+    def arm():
+        for mod, name in DENSE_BUILDERS: monkeypatch.setattr(mod, name, _no_dense)
+    return arm
+
+
+@pytest.fixture(autouse=True)
+def static_shapes():
+    # torch 2.13 CPU: a dynamic-shape recompile of the flex template fails to build; keep shapes static
+    with torch._dynamo.config.patch(automatic_dynamic_shapes=False): yield
+
+
+def check_same(strategy, sdpa, flex, arm, seeds=torch.tensor([3, 1, 4]), logits=None):
+    batch = raw_batch()
+    want = training_loss(strategy, sdpa, batch, seeds)
+    want_logits = logits(sdpa, strategy, batch, seeds) if logits else None
+    arm()                                                     # from here on a dense mask is an error
+    got = training_loss(strategy, flex, batch, seeds)
+    for name in ('loss', 'dllm_loss', 'ar_loss'):
+        a, b = getattr(got, name, None), getattr(want, name, None)
+        if isinstance(b, torch.Tensor): torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5, msg=name)
+    assert want.loss > 0
+    if logits: torch.testing.assert_close(logits(flex, strategy, batch, seeds), want_logits, atol=1e-5, rtol=0)
+
+
+def bd_logits(model, strategy, batch, seeds):
+    b = strategy.prepare_batch({k: v.clone() for k, v in batch.items()}, seeds)
+    with torch.no_grad():
+        out = model(input_ids=b['input_ids'], **strategy.augment_batch_for_model(b))
+    return torch.cat([out.logits.flatten(), out.encoder_logits.flatten()])
+
+
+@pytest.mark.parametrize('window', [None, 6])
+def test_block_diffusion_flex_training_forward(no_dense_masks, window):
+    sdpa, flex = pair(BlockDiffusionLM)
+    strat = get_strategy('block_diffusion', vocab_size=V, block_size=4, sliding_window=window)
+    check_same(strat, sdpa, flex, no_dense_masks, logits=bd_logits)
+
+
+def mdlm_logits(model, strategy, batch, seeds):
+    b = strategy.prepare_batch({k: v.clone() for k, v in batch.items()}, seeds)
+    with torch.no_grad(): return model(b['noisy_input_ids'], b['attention_mask'])
+
+
+@pytest.mark.parametrize('mode', ['mdlm', 'hybrid'])
+def test_mdlm_hybrid_flex_training_forward(no_dense_masks, mode):
+    sdpa, flex = pair(MaskedDiffusionLM)
+    strat = get_strategy(mode, mask_token_id=MASK_ID, vocab_size=V, block_size=4)
+    check_same(strat, sdpa, flex, no_dense_masks, logits=mdlm_logits)
+
+
+def test_idlm_flex_training_forward(no_dense_masks):
+    sdpa, flex = pair(IntrospectiveDiffusionLM, block_size=2)
+    check_same(get_strategy('idlm', mask_token_id=MASK_ID, vocab_size=V, block_size=2), sdpa, flex, no_dense_masks)
+
+
+def test_guard_catches_the_dense_path(no_dense_masks):
+    "The guard can fail: the same Flex model fed dense masks (the pre-issue-14 path) hits `dense_to_block_mask`."
+    _, flex = pair(BlockDiffusionLM)
+    strat = get_strategy('block_diffusion', vocab_size=V, block_size=4)
+    b = strat.prepare_batch(raw_batch(), torch.tensor([3, 1, 4]))
+    w = b['window']
+    dense = dict(canvas_ids=w.canvas_ids, encoder_mask=w.encoder_mask.dense(), decoder_mask=w.decoder_mask.dense(),
+                 decoder_position_ids=w.decoder_position_ids, do_self_conditioning=b['self_cond'])
+    no_dense_masks()
+    with pytest.raises(AssertionError, match='built a dense mask'), torch.no_grad(): flex(input_ids=b['input_ids'], **dense)
