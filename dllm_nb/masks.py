@@ -13,8 +13,8 @@ from torch.nn.attention.flex_attention import BlockMask, create_block_mask
 # %% auto 0
 __all__ = ['MASK_COLORS', 'MaskMod', 'build_block_diffusion_training_mask', 'plot_block_mask', 'block_diffusion_rows',
            'block_diffusion_mask_mod', 'dense_mask', 'stack_example_masks', 'build_batched_block_mask', 'to_additive',
-           'encoder_mask_mod', 'build_encoder_mask', 'block_diffusion_block_mask', 'encoder_block_mask', 'MaskSpec',
-           'DecoderMask', 'EncoderMask', 'bd3_mask_mod', 'bd3_training_mask']
+           'encoder_mask_mod', 'build_encoder_mask', 'chunked_block_mask', 'block_diffusion_block_mask',
+           'encoder_block_mask', 'MaskSpec', 'DecoderMask', 'EncoderMask', 'bd3_mask_mod', 'bd3_training_mask']
 
 # %% ../nbs/03_masks.ipynb
 def _check_sizes(block_size: int, sliding_window: Optional[int]) -> None:
@@ -209,13 +209,25 @@ def build_encoder_mask(attention_mask: Tensor, sliding_window: Optional[int] = N
     return keep[:, None] if dtype is None else to_additive(keep[:, None], dtype)
 
 # %% ../nbs/03_masks.ipynb
+def chunked_block_mask(mask_mod: MaskMod, B: int, Q_LEN: int, KV_LEN: int, device=None, BLOCK_SIZE: int = 128,
+                       max_cells: int = 2**21) -> BlockMask:
+    "`create_block_mask` a few batch rows at a time (at most `max_cells` query-key cells): its dense grid stays small."
+    rows = max(1, max_cells // max(1, Q_LEN * KV_LEN))
+    if rows >= B: return create_block_mask(mask_mod, B, None, Q_LEN, KV_LEN, device=device, BLOCK_SIZE=BLOCK_SIZE)
+    parts = [create_block_mask(lambda b, h, q, kv, b0=b0: mask_mod(b + b0, h, q, kv), min(rows, B - b0), None, Q_LEN,
+                               KV_LEN, device=device, BLOCK_SIZE=BLOCK_SIZE) for b0 in range(0, B, rows)]
+    cat = lambda name: None if getattr(parts[0], name) is None else torch.cat([getattr(p, name) for p in parts])
+    return BlockMask.from_kv_blocks(cat('kv_num_blocks'), cat('kv_indices'), cat('full_kv_num_blocks'),
+                                    cat('full_kv_indices'), BLOCK_SIZE=BLOCK_SIZE, mask_mod=mask_mod,
+                                    seq_lengths=(Q_LEN, KV_LEN))
+
 def block_diffusion_block_mask(prefix_len: Tensor, response_len: Tensor, enc_len: int, block_size: int,
                                sliding_window: Optional[int] = None, device=None, BLOCK_SIZE: int = 128) -> BlockMask:
     "FlexAttention `BlockMask` for the decoder, `[B, 1, R, enc_len + R]`, from the same predicate as the dense mask."
     R = _batch_geometry(prefix_len, response_len, enc_len, block_size, sliding_window)
     device = device or prefix_len.device
     mod = block_diffusion_mask_mod(prefix_len.to(device), response_len.to(device), enc_len, block_size, sliding_window)
-    return create_block_mask(mod, len(prefix_len), None, R, enc_len + R, device=device, BLOCK_SIZE=BLOCK_SIZE)
+    return chunked_block_mask(mod, len(prefix_len), R, enc_len + R, device=device, BLOCK_SIZE=BLOCK_SIZE)
 
 def encoder_block_mask(attention_mask: Tensor, sliding_window: Optional[int] = None, device=None,
                        BLOCK_SIZE: int = 128) -> BlockMask:
@@ -224,7 +236,7 @@ def encoder_block_mask(attention_mask: Tensor, sliding_window: Optional[int] = N
     (B, S), device = attention_mask.shape, device or attention_mask.device
     tile = BLOCK_SIZE if isinstance(BLOCK_SIZE, int) else max(BLOCK_SIZE)
     am = torch.nn.functional.pad(attention_mask.to(device), (0, -S % tile))   # safe reads on padded key positions
-    return create_block_mask(encoder_mask_mod(am, sliding_window), B, None, S, S, device=device, BLOCK_SIZE=BLOCK_SIZE)
+    return chunked_block_mask(encoder_mask_mod(am, sliding_window), B, S, S, device=device, BLOCK_SIZE=BLOCK_SIZE)
 
 # %% ../nbs/03_masks.ipynb
 class MaskSpec:

@@ -16,7 +16,7 @@ from safetensors.torch import load_file, save_file
 from transformers import AutoModelForCausalLM, LlamaConfig, PretrainedConfig, Qwen2Config, Qwen3Config
 from transformers.cache_utils import Cache, DynamicLayer
 from transformers.modeling_layers import GradientCheckpointingLayer
-from .masks import MaskMod, MaskSpec, to_additive
+from .masks import MaskMod, MaskSpec, chunked_block_mask, to_additive
 
 # %% auto 0
 __all__ = ['ARCH_CONFIGS', 'ATTN_IMPLEMENTATIONS', 'TINY_SIZES', 'MaskLike', 'DLLM_CONFIG_NAME', 'DLLM_WEIGHTS_NAME',
@@ -170,8 +170,8 @@ def mdlm_block_mask(attention_mask: Optional[Tensor], batch_size: int, seq_len: 
     "FlexAttention `BlockMask` `[B, 1, T, T]` from `mdlm_mask_mod`: no dense mask on the way."
     if attention_mask is not None:   # a fused kernel may read padded key positions: pad the mask to whole tiles
         device, attention_mask = device or attention_mask.device, F.pad(attention_mask, (0, -seq_len % BLOCK_SIZE))
-    return create_block_mask(mdlm_mask_mod(attention_mask, supervise_padding, causal), batch_size, None, seq_len,
-                             seq_len, device=device, BLOCK_SIZE=BLOCK_SIZE)
+    return chunked_block_mask(mdlm_mask_mod(attention_mask, supervise_padding, causal), batch_size, seq_len, seq_len,
+                              device=device, BLOCK_SIZE=BLOCK_SIZE)
 
 # %% ../nbs/07_models.ipynb
 DLLM_CONFIG_NAME, DLLM_WEIGHTS_NAME = 'dllm_config.json', 'dllm_extra.safetensors'
