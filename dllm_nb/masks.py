@@ -11,10 +11,11 @@ from torch import Tensor
 from torch.nn.attention.flex_attention import BlockMask, create_block_mask
 
 # %% auto 0
-__all__ = ['MASK_COLORS', 'MaskMod', 'build_block_diffusion_training_mask', 'plot_block_mask', 'block_diffusion_rows',
-           'block_diffusion_mask_mod', 'dense_mask', 'stack_example_masks', 'build_batched_block_mask', 'to_additive',
-           'encoder_mask_mod', 'build_encoder_mask', 'chunked_block_mask', 'block_diffusion_block_mask',
-           'encoder_block_mask', 'MaskSpec', 'DecoderMask', 'EncoderMask', 'bd3_mask_mod', 'bd3_training_mask']
+__all__ = ['MASK_COLORS', 'MaskMod', 'CHUNK_CELLS', 'build_block_diffusion_training_mask', 'plot_block_mask',
+           'block_diffusion_rows', 'block_diffusion_mask_mod', 'dense_mask', 'stack_example_masks',
+           'build_batched_block_mask', 'to_additive', 'encoder_mask_mod', 'build_encoder_mask', 'chunked_block_mask',
+           'block_diffusion_block_mask', 'encoder_block_mask', 'MaskSpec', 'DecoderMask', 'EncoderMask', 'bd3_mask_mod',
+           'bd3_training_mask']
 
 # %% ../nbs/03_masks.ipynb
 def _check_sizes(block_size: int, sliding_window: Optional[int]) -> None:
@@ -209,9 +210,12 @@ def build_encoder_mask(attention_mask: Tensor, sliding_window: Optional[int] = N
     return keep[:, None] if dtype is None else to_additive(keep[:, None], dtype)
 
 # %% ../nbs/03_masks.ipynb
+CHUNK_CELLS = dict(cpu=2**21, other=2**26)   # ~10 bytes of transient per cell: ~20 MiB on CPU, ~640 MiB on a GPU
+
 def chunked_block_mask(mask_mod: MaskMod, B: int, Q_LEN: int, KV_LEN: int, device=None, BLOCK_SIZE: int = 128,
-                       max_cells: int = 2**21) -> BlockMask:
+                       max_cells: Optional[int] = None) -> BlockMask:
     "`create_block_mask` a few batch rows at a time (at most `max_cells` query-key cells): its dense grid stays small."
+    if max_cells is None: max_cells = CHUNK_CELLS['cpu' if torch.device(device or 'cpu').type == 'cpu' else 'other']
     rows = max(1, max_cells // max(1, Q_LEN * KV_LEN))
     if rows >= B: return create_block_mask(mask_mod, B, None, Q_LEN, KV_LEN, device=device, BLOCK_SIZE=BLOCK_SIZE)
     parts = [create_block_mask(lambda b, h, q, kv, b0=b0: mask_mod(b + b0, h, q, kv), min(rows, B - b0), None, Q_LEN,
