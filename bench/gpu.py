@@ -118,6 +118,8 @@ def part_flex(dev, smoke):
                       max_position_embeddings=8192)
     lengths, tokens = ([64, 128], 256) if smoke else ([1024, 2048, 4096], 16384)
     paths = ['sdpa', 'flex_dense', 'flex']
+    if dev.type == 'cpu':   # torch 2.13 CPU: the dynamic-shape recompile of the flex template fails to build (S 64 -> 128)
+        import torch._dynamo; torch._dynamo.config.automatic_dynamic_shapes = False
     rows, ref_state = [], build_bd(cfg, 'sdpa', dev).state_dict()
     for S in lengths:
         B = tokens // S

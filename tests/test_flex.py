@@ -3,16 +3,20 @@
 
 For block diffusion (with and without a sliding window), mdlm, hybrid and idlm the *training* forward (the strategy's
 prepare + denominators + loss, as `train_step` runs it) gives the same loss and logits under `flex_attention` as under
-`sdpa`, and on the Flex path no dense `[B, 1, Q, K]` mask is built: every dense builder is patched to raise."""
+`sdpa`, and on the Flex path no dense `[B, 1, Q, K]` mask is built: every dense builder is patched to raise. Also: the
+chunked BlockMask build equals the one-shot one, and the mask descriptions (`DecoderMask`, `EncoderMask`) behave."""
 import warnings
 
 import pytest
 import torch
 import torch._dynamo
+from hypothesis import given, settings, strategies as st
+from torch.nn.attention.flex_attention import create_block_mask
 
 import dllm_nb.idlm as idlm_mod
 from dllm_nb import masks, models
 from dllm_nb.idlm import IntrospectiveDiffusionLM
+from dllm_nb.masks import DecoderMask, EncoderMask, block_diffusion_mask_mod, chunked_block_mask, encoder_mask_mod
 from dllm_nb.models import BlockDiffusionLM, MaskedDiffusionLM, build_backbone, tiny_config
 from dllm_nb.strategies import get_strategy
 
@@ -123,3 +127,39 @@ def test_guard_catches_the_dense_path(no_dense_masks):
                  decoder_position_ids=w.decoder_position_ids, do_self_conditioning=b['self_cond'])
     no_dense_masks()
     with pytest.raises(AssertionError, match='built a dense mask'), torch.no_grad(): flex(input_ids=b['input_ids'], **dense)
+
+
+BM_FIELDS = ('kv_num_blocks', 'kv_indices', 'full_kv_num_blocks', 'full_kv_indices', 'q_num_blocks', 'q_indices',
+             'full_q_num_blocks', 'full_q_indices')
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_chunked_block_mask_is_the_one_shot_block_mask(data):
+    "Any chunking of a ragged batch (uneven last chunk included) gives the one-shot BlockMask, tile table for tile table."
+    B, E = data.draw(st.integers(1, 6)), data.draw(st.integers(1, 70))
+    rl = torch.tensor(data.draw(st.lists(st.integers(0, E), min_size=B, max_size=B)))
+    pl = torch.tensor([data.draw(st.integers(0, E - int(r))) for r in rl])
+    bs, w, tile = data.draw(st.integers(1, 9)), data.draw(st.none() | st.integers(1, 20)), data.draw(st.sampled_from([16, 32]))
+    spec = DecoderMask(pl, rl, E, bs, w)
+    R = spec.canvas_len
+    mod = block_diffusion_mask_mod(pl, rl, E, bs, w)
+    one = create_block_mask(mod, B, None, R, E + R, device='cpu', BLOCK_SIZE=tile)
+    cells = data.draw(st.integers(1, B * R * (E + R)))
+    got = chunked_block_mask(mod, B, R, E + R, device='cpu', BLOCK_SIZE=tile, max_cells=cells)
+    for name in BM_FIELDS: assert torch.equal(getattr(got, name), getattr(one, name)), name
+    assert torch.equal(got.to_dense(), one.to_dense())
+    assert torch.equal(spec.dense(), masks.build_batched_block_mask(pl, rl, E, bs, w))
+
+
+def test_mask_specs():
+    "Shapes without building, `.to` keeps the geometry, bad geometry fails where the description is made."
+    pl, rl, am = torch.tensor([3, 0]), torch.tensor([5, 2]), torch.tensor([[1] * 8 + [0] * 2, [1] * 2 + [0] * 8])
+    d, e = DecoderMask(pl, rl, 10, 2, 3), EncoderMask(am, 4)
+    assert d.shape == (2, 1, 5, 15) and e.shape == (2, 1, 10, 10)
+    assert d.to('cpu').canvas_len == 5 and torch.equal(d.to('cpu').dense(), d.dense())
+    assert torch.equal(e.block_mask(BLOCK_SIZE=16).to_dense(),
+                       create_block_mask(encoder_mask_mod(torch.nn.functional.pad(am, (0, 6)), 4), 2, None, 10, 10,
+                                         device='cpu', BLOCK_SIZE=16).to_dense())
+    with pytest.raises(ValueError, match='do not fit enc_len=6'): DecoderMask(pl, rl, 6, 2)
+    with pytest.raises(ValueError, match='block_size=0'): DecoderMask(pl, rl, 10, 0)
