@@ -86,7 +86,10 @@ def training_window(B, S, R, block, seed=0):
     am = (k < (pl + rl)[:, None]).long()
     lm = ((k >= pl[:, None]) & (am == 1)).long()
     batch = dict(input_ids=torch.randint(4, 1000, (B, S), generator=g) * am, loss_mask=lm, attention_mask=am)
-    return get_strategy('block_diffusion', vocab_size=1000, block_size=block).prepare_batch(batch, torch.arange(B))['window']
+    strat = get_strategy('block_diffusion', vocab_size=1000, block_size=block)
+    if not hasattr(strat, 'prepare'): return strat.prepare_batch(batch, torch.arange(B))['window']   # main's dict API
+    from dllm_nb.stages import Batch                                                                # the typed stages
+    return strat.prepare(Batch.from_collated(batch, torch.arange(B))).window
 
 
 def _status_mib(key):
