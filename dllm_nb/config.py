@@ -42,6 +42,7 @@ class DataConfig:
     overlong: Literal['drop', 'truncate'] = 'drop'  # what to do with examples longer than max_len
     mask_history: bool = True               # supervise only the last assistant turn of multi-turn chats
     num_proc: int = 1                       # worker processes for dataset tokenization
+    num_workers: Optional[int] = None       # DataLoader worker processes collating batches; None = 2 on GPU, 0 on CPU
     pad_seq_len_divisible: Optional[int] = None  # pad every batch's length to a multiple of this (e.g. 64 for kernels)
 
 @dataclass

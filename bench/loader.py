@@ -1,0 +1,37 @@
+"""Step time of the trainer with `data.num_workers` = 0, 1, 2 (collation on the loop's thread vs in worker processes).
+
+    python bench/loader.py [--steps 30] [--workers 0 1 2] [--mode mdlm]
+
+A small CPU run (one thread per process): the trainer's own per-step timings (`tokens_per_step / tps` of every
+logged step, from the end of one step to the end of the next, so it includes waiting for the loader), first 3 steps
+dropped (worker start-up). Prints the median and the spread (min-max) per setting. On a GPU the collation overlaps the
+model's kernels; on a CPU box every worker competes with the model for the same cores.
+"""
+import argparse, os, statistics, tempfile
+os.environ.setdefault('HF_HUB_OFFLINE', '1'); os.environ.setdefault('HF_DATASETS_OFFLINE', '1')
+import torch
+
+from dllm_nb.config import load_config
+from dllm_nb.trainer import Trainer
+
+
+def step_times(workers: int, steps: int, mode: str) -> list[float]:
+    with tempfile.TemporaryDirectory() as out:
+        cfg = load_config(None, [f'dllm.mode={mode}', 'data.train_size=512', 'data.val_size=0', 'train.global_batch_size=32',
+                                 'train.micro_batch_size=8', f'train.max_steps={steps}', 'train.warmup_steps=1',
+                                 'train.eval_every=0', 'train.log_every=1', 'train.save_every=0',
+                                 f'data.num_workers={workers}', f'output_dir={out}'], world_size=1)
+        recs = Trainer(cfg, quiet=True).fit()
+    return [r['tokens_per_step'] / r['tps'] for r in recs if 'tps' in r][3:]
+
+
+if __name__ == '__main__':
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--steps', type=int, default=30); ap.add_argument('--workers', type=int, nargs='+', default=[0, 1, 2])
+    ap.add_argument('--mode', default='mdlm')
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    for w in a.workers:
+        t = step_times(w, a.steps, a.mode)
+        print(f'{a.mode} data.num_workers={w}: step {1000 * statistics.median(t):.1f} ms median '
+              f'({1000 * min(t):.1f}-{1000 * max(t):.1f}) over {len(t)} steps, global batch 32 in 4 micro-batches of 8')
