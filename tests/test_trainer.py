@@ -40,3 +40,10 @@ def test_resume_with_workers_gives_the_same_batches_and_losses(tmp_path):
                 assert i == i0 and torch.equal(x, x0) and torch.equal(s, s0), f'step {step}: another batch'
     loss = lambda recs: [(r['step'], r['loss'], r['grad_norm']) for r in recs]
     assert loss(first) == loss(full[:4]) and loss(second) == loss(full[3:])       # exact, not close
+
+
+def test_num_workers_is_checked():
+    import pytest
+    from dllm_nb.config import ConfigError
+    with pytest.raises(ConfigError, match=r'data.num_workers=-1 must be >= 0'): load_config(None, ['data.num_workers=-1'])
+    assert load_config(None, ['data.num_workers=3']).data.num_workers == 3
