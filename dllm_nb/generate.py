@@ -110,17 +110,18 @@ class GenerationOutput:
 class _Recorder:
     "Keeps the current `[B, G]` ids/state and snapshots them after every step (when `on`)."
     def __init__(self, B: int, G: int, on: bool, device=None):
-        self.on, self.frames = on, []
+        self.on, self.frames, self.rows = on, [], slice(None)   # rows: which of the B rows the next updates are for
         self.ids = torch.zeros(B, G, dtype=torch.long, device=device)
         self.state = torch.full((B, G), ABSENT, dtype=torch.uint8, device=device)
 
     def update(self, start: int, ids: Tensor, noise: Tensor) -> None:
         if not self.on: return
-        sl = slice(start, start + ids.shape[1])
-        kept = (ids == self.ids[:, sl]) & (self.state[:, sl] >= NEW) & (self.state[:, sl] <= STABLE)
+        r, sl = self.rows, slice(start, start + ids.shape[1])
+        old = self.state[r, sl]
+        kept = (ids == self.ids[r, sl]) & (old >= NEW) & (old <= STABLE)
         self.state[self.state == NEW] = STABLE
-        self.state[:, sl] = torch.where(noise, NOISE, torch.where(kept, STABLE, NEW)).to(torch.uint8)
-        self.ids[:, sl] = ids
+        self.state[r, sl] = torch.where(noise, NOISE, torch.where(kept, STABLE, NEW)).to(torch.uint8)
+        self.ids[r, sl] = ids
         self.frames.append((self.ids.clone(), self.state.clone()))
 
     def result(self) -> Optional[Trajectory]:
@@ -253,6 +254,12 @@ class CachedContext:
         if self.pending is not None: self._append(self.pending)
         self.pending = block
 
+    def retire(self, keep: Tensor) -> None:
+        "Keep only rows `keep` (indices): finished rows leave the batch, so later passes no longer compute them."
+        self.kv = tuple((k[keep], v[keep]) for k, v in self.kv)
+        self.valid, self.key_pos, self.next_pos = self.valid[keep], self.key_pos[keep], self.next_pos[keep]
+        self.pending, self._keep = None if self.pending is None else self.pending[keep], None
+
     def _append(self, block: Tensor, canvas: Optional[Tensor] = None) -> Optional[Tensor]:
         "One pass over `[block ; canvas]`: block causal (kept in the cache), canvas sees it all (dropped); canvas logits."
         m, (B, C), b = self.model, self.valid.shape, block.shape[1]
@@ -288,6 +295,8 @@ class ReencodeContext:
 
     def commit(self, block: Tensor) -> None:
         for row, new in zip(self.rows, block.tolist()): row.extend(new)
+
+    def retire(self, keep: Tensor) -> None: self.rows = [self.rows[i] for i in keep.tolist()]
 
 # %% ../nbs/12_generate.ipynb
 def keep_schedule(block_size: int, steps: int) -> list[int]:
@@ -335,6 +344,8 @@ def generate_block_diffusion(model: BlockDiffusionLM, prompts: Prompts, max_new_
                              chat: bool = True, use_cache: bool = True, return_trajectory: bool = False,
                              progress: bool = False) -> GenerationOutput:
     "Block-by-block generation: each block denoised from random tokens against the cached context, then committed."
+    # A row that wrote EOS is retired: later blocks skip it (its canvas holds EOS from there on), so a batch costs
+    # what its live rows cost; HF `generate` instead keeps decoding pad for finished rows until the last one ends.
     if (max_new_tokens is None) == (max_blocks is None):
         raise ValueError(f"pass exactly one of max_new_tokens={max_new_tokens} and max_blocks={max_blocks}.")
     if sliding_window is not None and sliding_window < 1: raise ValueError(f"sliding_window={sliding_window} must be >= 1.")
@@ -344,14 +355,20 @@ def generate_block_diffusion(model: BlockDiffusionLM, prompts: Prompts, max_new_
     B, V = len(prompt_ids), model.backbone.get_input_embeddings().num_embeddings
     ctx = (CachedContext if use_cache else ReencodeContext)(model, prompt_ids, sliding_window)
     gens, rec = row_generators(row_seeds(seeds, B), 'sampling'), _Recorder(B, n_blocks * block_size, return_trajectory, device)
-    blocks, nfe, done = [], 0, torch.zeros(B, dtype=torch.bool, device=device)
+    out = torch.full((B, n_blocks * block_size), 0 if eos_id is None else eos_id, dtype=torch.long, device=device)
+    live, nfe, width = torch.arange(B, device=device), 0, 0                        # rows still writing
     for k in progress_bar(range(n_blocks), progress, 'blocks'):
-        block, n = denoise_block(ctx, B, block_size, steps_per_block, V, block_generators(gens), temperature, rec,
+        rec.rows = live if len(live) < B else slice(None)
+        block, n = denoise_block(ctx, len(live), block_size, steps_per_block, V,
+                                 block_generators([gens[i] for i in live.tolist()]), temperature, rec,
                                  k * block_size, device, threshold)
-        blocks.append(block); nfe += n
-        if eos_id is not None and (done := done | (block == eos_id).any(-1)).all(): break
-        if k + 1 < n_blocks: ctx.commit(block)
-    canvas = torch.cat(blocks, 1)[:, :max_new_tokens]
+        width = (k + 1) * block_size
+        out[live, k * block_size:width] = block; nfe += n
+        alive = ~(block == eos_id).any(-1) if eos_id is not None else torch.ones_like(live, dtype=torch.bool)
+        if not alive.any() or k + 1 == n_blocks: break
+        ctx.commit(block)
+        if not alive.all(): ctx.retire(alive.nonzero()[:, 0]); live = live[alive]
+    canvas = out[:, :width][:, :max_new_tokens]
     return GenerationOutput([cut_at_eos(r, eos_id) for r in canvas], canvas, nfe, rec.result())
 
 def progress_bar(it, on: bool, desc: str):
