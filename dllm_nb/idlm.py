@@ -11,7 +11,7 @@ from torch.nn.attention.flex_attention import BlockMask
 from transformers import DynamicCache
 from .core import row_generators
 from .corruption import corrupt_all_masked
-from .generate import (GenerationOutput, Prompts, _cut, _device, _token_id, encode_prompts, predict_tokens,
+from .generate import (GenerationOutput, Prompts, cut_at_eos, _device, _token_id, encode_prompts, predict_tokens,
                               right_pad, row_seeds)
 from .loss import LossParts, count_tokens, token_ce
 from .masks import MaskMod, bd3_mask_mod, chunked_block_mask, dense_mask
@@ -203,4 +203,4 @@ def generate_idlm(model: IntrospectiveDiffusionLM, prompts: Prompts, max_new_tok
         if eos is not None and (torch.cat(out, 1) == eos).any(1).all(): break
         state.commit(new)
     canvas = torch.cat(out, 1)[:, :max_new_tokens]
-    return GenerationOutput([_cut(r, eos) for r in canvas], canvas, nfe)
+    return GenerationOutput([cut_at_eos(r, eos) for r in canvas], canvas, nfe)
