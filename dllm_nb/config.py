@@ -42,6 +42,7 @@ class DataConfig:
     overlong: Literal['drop', 'truncate'] = 'drop'  # what to do with examples longer than max_len
     mask_history: bool = True               # supervise only the last assistant turn of multi-turn chats
     num_proc: int = 1                       # worker processes for dataset tokenization
+    num_workers: Optional[int] = None       # DataLoader worker processes collating batches; None = 2 on GPU, 0 on CPU
     pad_seq_len_divisible: Optional[int] = None  # pad every batch's length to a multiple of this (e.g. 64 for kernels)
 
 @dataclass
@@ -268,6 +269,7 @@ def _data_problems(d: DataConfig, x: DLLMConfig) -> list[str]:
     if d.val_size < 0: p.append(f"data.val_size={d.val_size} must be >= 0")
     if d.train_size is not None and d.train_size < 1: p.append(f"data.train_size={d.train_size} must be >= 1 (or null for all)")
     if d.num_proc < 1: p.append(f"data.num_proc={d.num_proc} must be >= 1")
+    if d.num_workers is not None and d.num_workers < 0: p.append(f"data.num_workers={d.num_workers} must be >= 0 (or null: 2 on GPU, 0 on CPU)")
     if d.pad_seq_len_divisible is not None and d.pad_seq_len_divisible < 1:
         p.append(f"data.pad_seq_len_divisible={d.pad_seq_len_divisible} must be >= 1 (or null)")
         return p

@@ -14,7 +14,7 @@ from .config import mode_block_size
 from .core import row_generators
 from .corruption import corrupt_uniform_random, sample_t
 from .data import TASKS, task_answer, task_examples, tokenize_example
-from .generate import _progress, encode_prompts, generate, right_pad
+from .generate import progress_bar, encode_prompts, generate, right_pad
 from .loss import token_ce
 from .models import BlockDiffusionLM, MaskedDiffusionLM
 from .window import build_response_window
@@ -41,7 +41,7 @@ def exact_match(model: nn.Module, tokenizer, task: str, split: str = 'test', n: 
     examples = task_examples(task, split, seed)[:n]
     sampler = sampler or generate
     samples = []
-    for s in _progress(range(0, len(examples), batch_size), progress, task):
+    for s in progress_bar(range(0, len(examples), batch_size), progress, task):
         batch = examples[s:s + batch_size]
         prompt_ids = encode_prompts([ex['messages'][0]['content'] for ex in batch], tokenizer)
         out = sampler(model, prompt_ids, tokenizer, max_new_tokens, seeds=seed + s, **gen_kw)
@@ -57,7 +57,7 @@ def exact_match(model: nn.Module, tokenizer, task: str, split: str = 'test', n: 
 def generate_autoregressive(model: nn.Module, prompt_ids: Sequence[Sequence[int]], tokenizer=None,
                             max_new_tokens: int = 32, eos_token_id: Optional[int] = None, seeds=None, **_):
     "Greedy decoding of a causal LM (`logits = model(input_ids, attention_mask).logits`); `.sequences` cut at EOS."
-    from dllm_nb.generate import GenerationOutput, _cut
+    from dllm_nb.generate import GenerationOutput, cut_at_eos
     eos = eos_token_id if eos_token_id is not None else getattr(tokenizer, 'eos_token_id', None)
     device = next(model.parameters()).device
     ids, L = right_pad(prompt_ids, 0, max(map(len, prompt_ids)) + max_new_tokens, device)
@@ -69,7 +69,7 @@ def generate_autoregressive(model: nn.Module, prompt_ids: Sequence[Sequence[int]
         if eos is not None and (done := done | (nxt == eos)).all(): break
     canvas = torch.stack([ids[b, start[b]:start[b] + max_new_tokens] for b in range(len(L))])
     canvas = torch.where(torch.arange(max_new_tokens, device=device)[None] < (L - start)[:, None], canvas, eos or 0)
-    return GenerationOutput([_cut(r, eos) for r in canvas], canvas, int((L - start).max()))
+    return GenerationOutput([cut_at_eos(r, eos) for r in canvas], canvas, int((L - start).max()))
 
 # %% ../nbs/13_eval.ipynb
 def _rand_on(mask: Tensor, gens) -> Tensor:

@@ -21,10 +21,10 @@ from .models import (DLLM_CONFIG_NAME, BlockDiffusionLM, EncoderState, MaskedDif
 # %% auto 0
 __all__ = ['Prompts', 'STATES', 'NOISE', 'NEW', 'STABLE', 'ABSENT', 'STATE_COLORS', 'MODEL_CLASSES', 'DEFAULT_MAX_NEW_TOKENS',
            'encode_prompts', 'row_seeds', 'block_generators', 'right_pad', 'predict_tokens', 'transfer_schedule',
-           'select_transfer', 'Trajectory', 'GenerationOutput', 'mdlm_canvas', 'mdlm_unmask', 'generate_mdlm',
-           'CachedContext', 'ReencodeContext', 'keep_schedule', 'denoise_block', 'generate_block_diffusion',
-           'plot_trajectory', 'generate', 'saved_run', 'saved_block_size', 'load_checkpoint', 'check_prompt_lengths',
-           'main']
+           'select_transfer', 'Trajectory', 'GenerationOutput', 'cut_at_eos', 'mdlm_canvas', 'mdlm_unmask',
+           'generate_mdlm', 'CachedContext', 'ReencodeContext', 'keep_schedule', 'denoise_block',
+           'generate_block_diffusion', 'progress_bar', 'plot_trajectory', 'generate', 'saved_run', 'saved_block_size',
+           'load_checkpoint', 'check_prompt_lengths', 'main']
 
 # %% ../nbs/12_generate.ipynb
 Prompts = Union[Sequence[Sequence[int]], Sequence[str]]
@@ -128,7 +128,7 @@ class _Recorder:
         if not self.on: return None
         return Trajectory(torch.stack([f[0] for f in self.frames]), torch.stack([f[1] for f in self.frames]))
 
-def _cut(row: Tensor, eos_token_id: Optional[int]) -> list[int]:
+def cut_at_eos(row: Tensor, eos_token_id: Optional[int]) -> list[int]:
     "Generated ids up to (not including) the first EOS."
     row = row.tolist()
     return row[:row.index(eos_token_id)] if eos_token_id is not None and eos_token_id in row else row
@@ -189,7 +189,7 @@ def mdlm_unmask(x: Tensor, cols: Tensor, mask_id: int, block_logits: Callable, b
             rec.update(s, block, block == mask_id)
         if eos_id is not None and (x.gather(1, cols[:, :e]) == eos_id).any(-1).all(): break
     canvas = x.gather(1, cols)
-    return GenerationOutput([_cut(r, eos_id) for r in canvas], canvas, nfe, rec.result())
+    return GenerationOutput([cut_at_eos(r, eos_id) for r in canvas], canvas, nfe, rec.result())
 
 @torch.no_grad()
 def generate_mdlm(model: nn.Module, prompts: Prompts, gen_length: int = 32, block_length: int = 8, steps: int = 32,
@@ -357,7 +357,7 @@ def generate_block_diffusion(model: BlockDiffusionLM, prompts: Prompts, max_new_
     gens, rec = row_generators(row_seeds(seeds, B), 'sampling'), _Recorder(B, n_blocks * block_size, return_trajectory, device)
     out = torch.full((B, n_blocks * block_size), 0 if eos_id is None else eos_id, dtype=torch.long, device=device)
     live, nfe, width = torch.arange(B, device=device), 0, 0                        # rows still writing
-    for k in _progress(range(n_blocks), progress, 'blocks'):
+    for k in progress_bar(range(n_blocks), progress, 'blocks'):
         rec.rows = live if len(live) < B else slice(None)
         block, n = denoise_block(ctx, len(live), block_size, steps_per_block, V,
                                  block_generators([gens[i] for i in live.tolist()]), temperature, rec,
@@ -369,9 +369,10 @@ def generate_block_diffusion(model: BlockDiffusionLM, prompts: Prompts, max_new_
         ctx.commit(block)
         if not alive.all(): ctx.retire(alive.nonzero()[:, 0]); live = live[alive]
     canvas = out[:, :width][:, :max_new_tokens]
-    return GenerationOutput([_cut(r, eos_id) for r in canvas], canvas, nfe, rec.result())
+    return GenerationOutput([cut_at_eos(r, eos_id) for r in canvas], canvas, nfe, rec.result())
 
-def _progress(it, on: bool, desc: str):
+def progress_bar(it, on: bool, desc: str):
+    "`it` with a text progress bar on stderr when `on` (a sampler over many blocks, eval over many batches)."
     if not on: return it
     from tqdm import tqdm                   # plain text bar on stderr (tqdm.auto would save a widget in notebooks)
     return tqdm(it, desc=desc, leave=False)
@@ -503,7 +504,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     if isinstance(model, MaskedDiffusionLM): kw.update(remasking=args.remasking)
     block_size = args.block_size or saved_block_size(args.checkpoint)
     starts = range(0, len(prompts), args.batch_size)
-    for s in _progress(starts, len(starts) > 1, 'batches'):
+    for s in progress_bar(starts, len(starts) > 1, 'batches'):
         batch = prompts[s:s + args.batch_size]
         out = generate(model, batch, tok, max_new, args.steps, block_size, seeds=args.seed + s, **kw)
         for p, ids in zip(batch, out.sequences): print(f"{p} -> {tok.decode(ids)}", flush=True)

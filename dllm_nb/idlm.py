@@ -8,14 +8,14 @@ from dataclasses import dataclass
 from typing import Optional
 import torch
 from torch import Tensor, nn
-from torch.nn.attention.flex_attention import BlockMask, create_block_mask
+from torch.nn.attention.flex_attention import BlockMask
 from transformers import DynamicCache
 from .core import row_generators
 from .corruption import corrupt_all_masked
-from .generate import (GenerationOutput, Prompts, _cut, _device, _token_id, encode_prompts, predict_tokens,
+from .generate import (GenerationOutput, Prompts, cut_at_eos, _device, _token_id, encode_prompts, predict_tokens,
                               right_pad, row_seeds)
 from .loss import LossParts, count_tokens, token_ce
-from .masks import MaskMod, bd3_mask_mod, dense_mask
+from .masks import MaskMod, bd3_mask_mod, chunked_block_mask, dense_mask
 from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, _DLLMWrapper, model_attention_mask
 from .stages import Batch, Counts, Noised, Stage
 from .strategies import _need_mask, register_strategy
@@ -54,8 +54,8 @@ def idlm_block_mask(seq_len: int, block_size: int, attention_mask: Tensor, BLOCK
     "FlexAttention `BlockMask` `[B, 1, 2L, 2L]` from the same predicate (no dense `[2L, 2L]` is built)."
     _check_idlm(seq_len, block_size, attention_mask)
     mod = idlm_mask_mod(seq_len, block_size, attention_mask)
-    return create_block_mask(mod, len(attention_mask), None, 2 * seq_len, 2 * seq_len, device=attention_mask.device,
-                             BLOCK_SIZE=BLOCK_SIZE)
+    return chunked_block_mask(mod, len(attention_mask), 2 * seq_len, 2 * seq_len, device=attention_mask.device,
+                              BLOCK_SIZE=BLOCK_SIZE)                  # a few rows at a time: small transient grid
 
 # %% ../nbs/08b_idlm.ipynb
 class IntrospectiveDiffusionLM(_DLLMWrapper):
@@ -220,4 +220,4 @@ def generate_idlm(model: IntrospectiveDiffusionLM, prompts: Prompts, max_new_tok
         if eos is not None and (torch.cat(out, 1) == eos).any(1).all(): break
         state.commit(new)
     canvas = torch.cat(out, 1)[:, :max_new_tokens]
-    return GenerationOutput([_cut(r, eos) for r in canvas], canvas, nfe)
+    return GenerationOutput([cut_at_eos(r, eos) for r in canvas], canvas, nfe)

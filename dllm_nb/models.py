@@ -16,14 +16,14 @@ from safetensors.torch import load_file, save_file
 from transformers import AutoModelForCausalLM, LlamaConfig, PretrainedConfig, Qwen2Config, Qwen3Config
 from transformers.cache_utils import Cache, DynamicLayer
 from transformers.modeling_layers import GradientCheckpointingLayer
-from .masks import to_additive
+from .masks import MaskMod, MaskSpec, chunked_block_mask, to_additive
 
 # %% auto 0
 __all__ = ['ARCH_CONFIGS', 'ATTN_IMPLEMENTATIONS', 'TINY_SIZES', 'MaskLike', 'DLLM_CONFIG_NAME', 'DLLM_WEIGHTS_NAME',
            'tiny_config', 'build_backbone', 'autocast_context', 'add_mask_token', 'gguf_cache_dir', 'gguf_to_hf',
-           'dense_to_block_mask', 'model_attention_mask', 'count_backbone_calls', 'mdlm_attention_mask', 'DLLMOutput',
-           'MaskedDiffusionLM', 'canvas_position_ids', 'SharedKVCache', 'embedding_scale', 'soft_embedding',
-           'SelfConditioning', 'EncoderState', 'BlockDiffusionLM']
+           'dense_to_block_mask', 'model_attention_mask', 'count_backbone_calls', 'mdlm_attention_mask',
+           'mdlm_mask_mod', 'mdlm_block_mask', 'DLLMOutput', 'MaskedDiffusionLM', 'canvas_position_ids',
+           'SharedKVCache', 'embedding_scale', 'soft_embedding', 'SelfConditioning', 'EncoderState', 'BlockDiffusionLM']
 
 # %% ../nbs/07_models.ipynb
 ARCH_CONFIGS = dict(llama=LlamaConfig, qwen2=Qwen2Config, qwen3=Qwen3Config)
@@ -112,16 +112,19 @@ def gguf_to_hf(path: Union[str, Path], cache_dir: Optional[Union[str, Path]] = N
     return out
 
 # %% ../nbs/07_models.ipynb
-MaskLike = Union[Tensor, BlockMask]
+MaskLike = Union[Tensor, BlockMask, MaskSpec]
 
 def dense_to_block_mask(keep: Tensor) -> BlockMask:
-    "A FlexAttention `BlockMask` from a bool keep-mask `[B, 1, Q, K]`."
+    "A FlexAttention `BlockMask` from a bool keep-mask `[B, 1, Q, K]` (for masks only known densely; training never wraps)."
     B, _, Q, K = keep.shape
     return create_block_mask(lambda b, h, q, k: keep[b, 0, q, k], B, None, Q, K, device=keep.device)
 
 def model_attention_mask(mask: MaskLike, attn_implementation: str, dtype: torch.dtype = torch.float32) -> MaskLike:
-    "Put a 4D mask (bool keep-mask, additive, or `BlockMask`) into the form `attn_implementation` expects."
+    "Put a 4D mask (bool keep-mask, additive, `BlockMask`, or a `MaskSpec`) into the form `attn_implementation` expects."
     _check_attn(attn_implementation)
+    if isinstance(mask, MaskSpec):                 # a predicate's inputs: build the form this kernel takes, nothing else
+        if attn_implementation == 'flex_attention': return mask.block_mask()
+        mask = mask.dense()
     if isinstance(mask, BlockMask):
         if attn_implementation != 'flex_attention':
             raise ValueError(f"got a BlockMask for attn_implementation={attn_implementation!r}; BlockMasks need "
@@ -152,6 +155,22 @@ def mdlm_attention_mask(attention_mask: Optional[Tensor], seq_len: int, supervis
     if attention_mask is not None and not supervise_padding:
         keep = (keep & attention_mask.bool()[:, None, None, :]) | torch.eye(seq_len, dtype=torch.bool, device=device)
     return keep
+
+def mdlm_mask_mod(attention_mask: Optional[Tensor], supervise_padding: bool = False, causal: bool = False) -> MaskMod:
+    "The predicate of `mdlm_attention_mask`, `(b, h, q_idx, kv_idx) -> keep`, for FlexAttention."
+    am = None if attention_mask is None or supervise_padding else attention_mask.bool()
+    def mask_mod(b, h, q_idx, kv_idx):
+        keep = (kv_idx <= q_idx) if causal else (kv_idx >= 0)
+        return keep if am is None else (keep & am[b, kv_idx]) | (kv_idx == q_idx)
+    return mask_mod
+
+def mdlm_block_mask(attention_mask: Optional[Tensor], batch_size: int, seq_len: int, supervise_padding: bool = False,
+                    causal: bool = False, device=None, BLOCK_SIZE: int = 128) -> BlockMask:
+    "FlexAttention `BlockMask` `[B, 1, T, T]` from `mdlm_mask_mod`: no dense mask on the way."
+    if attention_mask is not None:   # a fused kernel may read padded key positions: pad the mask to whole tiles
+        device, attention_mask = device or attention_mask.device, F.pad(attention_mask, (0, -seq_len % BLOCK_SIZE))
+    return chunked_block_mask(mdlm_mask_mod(attention_mask, supervise_padding, causal), batch_size, seq_len, seq_len,
+                              device=device, BLOCK_SIZE=BLOCK_SIZE)
 
 # %% ../nbs/07_models.ipynb
 DLLM_CONFIG_NAME, DLLM_WEIGHTS_NAME = 'dllm_config.json', 'dllm_extra.safetensors'
@@ -207,12 +226,18 @@ class MaskedDiffusionLM(_DLLMWrapper):
 
     def settings(self) -> dict: return dict(supervise_padding=self.supervise_padding, shift_logits=self.shift_logits)
 
+    def _padding_mask(self, attention_mask: Optional[Tensor], B: int, T: int, causal: bool, device) -> MaskLike:
+        "The `[B, 1, T, T]` mask in the kernel's form: from the predicate for Flex, else the dense keep-mask."
+        if self.attn_implementation == 'flex_attention':
+            return mdlm_block_mask(attention_mask, B, T, self.supervise_padding, causal, device)
+        keep = mdlm_attention_mask(attention_mask, T, self.supervise_padding, causal, device)
+        return self._mask(keep.expand(B, 1, T, T))
+
     def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None, causal: bool = False) -> DLLMOutput:
         B, T = input_ids.shape
-        keep = mdlm_attention_mask(attention_mask, T, self.supervise_padding, causal, input_ids.device)
+        mask = self._padding_mask(attention_mask, B, T, causal, input_ids.device)
         position_ids = torch.arange(T, device=input_ids.device).expand(B, T)
-        logits = self.backbone(input_ids=input_ids, attention_mask=self._mask(keep.expand(B, 1, T, T)),
-                               position_ids=position_ids, use_cache=False).logits
+        logits = self.backbone(input_ids=input_ids, attention_mask=mask, position_ids=position_ids, use_cache=False).logits
         if self.shift_logits and not causal:                    # a causal pass already reads token i+1 at position i
             logits = torch.cat([logits[:, :1], logits[:, :-1]], 1)   # Dream: token j is read at position j - 1
         return DLLMOutput(logits)
@@ -352,6 +377,7 @@ class BlockDiffusionLM(_DLLMWrapper):
                 decoder_position_ids: Tensor, do_self_conditioning: Optional[Tensor] = None,
                 prev_logits: Optional[Tensor] = None, return_encoder_logits: Optional[bool] = None) -> DLLMOutput:
         _check_geometry(input_ids, canvas_ids, encoder_mask, decoder_mask, decoder_position_ids, do_self_conditioning)
+        encoder_mask, decoder_mask = self._mask(encoder_mask), self._mask(decoder_mask)   # once: both decodes share it
         enc_logits = self.training if return_encoder_logits is None else return_encoder_logits
         state = self.encode(input_ids, encoder_mask, return_logits=enc_logits)
         args, sc = (state, canvas_ids, decoder_mask, decoder_position_ids), None

@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 import torch
 from .collate import first_supervised
 from .core import cdiv, rand_rows, row_generators
-from .masks import build_batched_block_mask, build_encoder_mask
+from .masks import DecoderMask, EncoderMask
 
 # %% auto 0
 __all__ = ['SCORED_BLOCKS', 'response_span', 'select_blocks', 'ResponseWindow', 'build_response_window', 'plot_window']
@@ -38,8 +38,8 @@ class ResponseWindow:
     p_mask: torch.Tensor                # [B,R] corruption probability (1 for uniform-random corruption)
     supervised: torch.Tensor            # [B,R] every supervised canvas token (all blocks)
     decoder_position_ids: torch.Tensor  # [B,R] absolute positions prefix_len + j
-    decoder_mask: torch.Tensor          # [B,1,R,S+R] canvas queries over [encoder ; canvas]
-    encoder_mask: torch.Tensor          # [B,1,S,S] causal clean-sequence mask
+    decoder_mask: DecoderMask           # [B,1,R,S+R] canvas queries over [encoder ; canvas] (the model builds it)
+    encoder_mask: EncoderMask           # [B,1,S,S] causal clean-sequence mask (the model builds it)
     prefix_len: torch.Tensor            # [B]
     response_len: torch.Tensor          # [B]
     selected_block: torch.Tensor        # [B] (the draw; with scored_blocks='all' every block is scored)
@@ -74,8 +74,8 @@ def build_response_window(input_ids, noisy_ids, noise_mask, loss_mask, p_mask, a
         noise_mask=_gather_rows(noise_mask, idx, valid), p_mask=_gather_rows(p_mask, idx, valid, 1),
         loss_mask=scored.long(), supervised=sup.long(),
         decoder_position_ids=prefix_len[:, None] + j[None],
-        decoder_mask=build_batched_block_mask(prefix_len, resp_len, S, block_size, sliding_window),
-        encoder_mask=build_encoder_mask(attention_mask, sliding_window),
+        decoder_mask=DecoderMask(prefix_len, resp_len, S, block_size, sliding_window),   # dense for SDPA, a BlockMask
+        encoder_mask=EncoderMask(attention_mask, sliding_window),                       # for Flex: the model decides
         prefix_len=prefix_len, response_len=resp_len, selected_block=sel)
 
 # %% ../nbs/06_window.ipynb
