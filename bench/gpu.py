@@ -5,10 +5,12 @@ toy sizes on the CPU (FlexAttention forward only: it has no CPU backward), so th
 
 1. **flex**: block-diffusion training step (encode + no-grad decode + decode, backward, AdamW), bf16 autocast,
    at S = 1k/2k/4k with B*S fixed, for three mask paths over the *same* weights and batch:
-   `sdpa` (dense bool masks, the CPU training path), `flex_dense` (the dense masks wrapped into a BlockMask, what
-   `attn_implementation=flex_attention` does in training today) and `flex` (BlockMasks built from the mask predicate,
-   `masks.block_diffusion_block_mask` / `masks.encoder_block_mask`, never a dense tensor). Step time (median),
-   peak memory, mask bytes and build time, and first-step loss (must agree to 1e-3).
+   `sdpa` (dense bool masks, the CPU training path), `flex` (the training path with
+   `attn_implementation=flex_attention`: the window's `DecoderMask`/`EncoderMask` become BlockMasks built from the
+   mask predicate inside the model's forward, never a dense tensor) and `flex_dense` (the old path, kept as the
+   baseline: dense masks wrapped into BlockMasks by `models.dense_to_block_mask`). Step time (median), peak memory,
+   mask bytes and build time (the masks as `models.model_attention_mask` builds them), and first-step loss (must
+   agree to 1e-3).
 2. **bf16**: 50 steps of the default config (default data) with FSDP2 `fully_shard` (a 1-rank mesh) under
    `MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)` vs plain fp32; loss curves compared.
 3. **mfu**: a Qwen2-0.5B-shaped backbone from config (hidden 896, 24 layers, 14/2 heads, MLP 4864, vocab 151936,
@@ -78,20 +80,23 @@ def build_bd(cfg, attn, dev, state=None):
     return m
 
 
-def predicate_masks(window, attention_mask, block):
-    "The window's masks as BlockMasks built from the predicate (what the Flex training path should do)."
-    from dllm_nb.masks import block_diffusion_block_mask, encoder_block_mask
-    S = attention_mask.shape[1]
-    dec = block_diffusion_block_mask(window.prefix_len, window.response_len, S, block)
-    enc = encoder_block_mask(attention_mask)
-    return replace(window, decoder_mask=dec, encoder_mask=enc)
+def dense_masks(window):
+    "The window with its masks materialised densely: what Flex training did before issue 14 (the model wraps them)."
+    return replace(window, decoder_mask=window.decoder_mask.dense(), encoder_mask=window.encoder_mask.dense())
+
+
+def model_masks(window, attn):
+    "The masks as the model's forward builds them for `attn` (`models.model_attention_mask`, the same call)."
+    from dllm_nb.models import model_attention_mask
+    return [model_attention_mask(m, attn) for m in (window.encoder_mask, window.decoder_mask)]
 
 
 def bd_step(model, strategy, batch, opt, dev, train=True):
     from dllm_nb.loss import count_tokens, ar_pair_count
-    nd, na = count_tokens(batch['window'].loss_mask), ar_pair_count(batch['attention_mask'])
+    from dllm_nb.stages import Counts
+    counts = Counts(count_tokens(batch.window.loss_mask), ar_pair_count(batch.batch.attention_mask))
     with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == 'cuda'), torch.set_grad_enabled(train):
-        parts = strategy.loss(model, batch, nd, na)
+        parts = strategy.loss(model, batch, counts)
     if train:
         parts.loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)
     return float(parts.loss)
@@ -108,12 +113,15 @@ def timed_steps(fn, dev, n, warmup):
 def part_flex(dev, smoke):
     from dllm_nb.models import tiny_config
     from dllm_nb.strategies import get_strategy
+    from dllm_nb.stages import Batch
     vocab, block = (64, 4) if smoke else (32000, 16)
     cfg = tiny_config('llama', vocab_size=vocab, **(dict(hidden_size=64, num_layers=2) if smoke else
                                                     dict(hidden_size=1024, num_layers=12, num_heads=16, num_kv_heads=8)),
                       max_position_embeddings=8192)
     lengths, tokens = ([64, 128], 256) if smoke else ([1024, 2048, 4096], 16384)
     paths = ['sdpa', 'flex_dense', 'flex']
+    if dev.type == 'cpu':   # torch 2.13 CPU: the dynamic-shape recompile of the flex template fails to build (S 64 -> 128)
+        import torch._dynamo; torch._dynamo.config.automatic_dynamic_shapes = False
     rows, ref_state = [], build_bd(cfg, 'sdpa', dev).state_dict()
     for S in lengths:
         B = tokens // S
@@ -124,12 +132,15 @@ def part_flex(dev, smoke):
             model = build_bd(cfg, 'sdpa' if path == 'sdpa' else 'flex_attention', dev, ref_state)
             opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
             reset_peak(dev)
+            batch = strat.prepare(Batch.from_collated(raw, seeds))
             sync(dev); t0 = time.perf_counter()
-            batch = strat.prepare_batch(dict(raw), seeds)
-            if path == 'flex': batch['window'] = predicate_masks(batch['window'], raw['attention_mask'], block)
+            if path == 'flex_dense': batch = replace(batch, window=dense_masks(batch.window))
+            w = batch.window
+            built = model_masks(w, 'sdpa' if path == 'sdpa' else 'flex_attention')
             sync(dev); build_s = time.perf_counter() - t0
-            w = batch['window']
-            mask_b = tensor_bytes(w.decoder_mask) + tensor_bytes(w.encoder_mask)
+            held = [m for m in (w.decoder_mask, w.encoder_mask) if isinstance(m, torch.Tensor)]   # flex_dense keeps both
+            mask_b = sum(tensor_bytes(m) for m in built + held)
+            del built
             train = not (smoke and path != 'sdpa')                   # Flex has no CPU backward
             try:
                 step, losses = timed_steps(lambda: bd_step(model, strat, batch, opt, dev, train), dev,
@@ -176,8 +187,7 @@ def part_bf16(dev, smoke, steps):
         losses, t0 = [], time.perf_counter()
         for step in range(steps):
             mbs = tr.sampler.micro_batches(step)
-            res = train_step(tr.model, tr.strategy, opt, [tr.micro_batch(m) for m in mbs],
-                             [m.seeds(tr.cfg.seed) for m in mbs], 1, t.grad_clip, scheduler=sched)
+            res = train_step(tr.model, tr.strategy, opt, [tr.micro_batch(m) for m in mbs], 1, t.grad_clip, scheduler=sched)
             losses.append(res.loss)
         curves[name] = dict(losses=losses, seconds=time.perf_counter() - t0)
     a, b = curves['fp32']['losses'], curves['bf16']['losses']
@@ -196,6 +206,7 @@ def step_flops(n_params, L, d, passes):
 def part_mfu(dev, smoke):
     from dllm_nb.models import MaskedDiffusionLM, tiny_config, build_backbone
     from dllm_nb.strategies import get_strategy
+    from dllm_nb.stages import Batch, Counts
     from dllm_nb.loss import count_tokens
     shape = (dict(vocab_size=512, hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=128)
              if smoke else dict(vocab_size=151936, hidden_size=896, num_layers=24, num_heads=14, num_kv_heads=2,
@@ -216,23 +227,21 @@ def part_mfu(dev, smoke):
             strat = get_strategy(mode, vocab_size=V, block_size=block, scored_blocks='all')
         else:
             model = MaskedDiffusionLM(bb).to(dev)
-            strat = get_strategy(mode, mask_token_id=V - 1, vocab_size=V)
+            strat = get_strategy(mode, mask_token_id=V - 1)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=dev.type == 'cuda')
-        batch = strat.prepare_batch(dict(raw), torch.arange(B))
-        if mode == 'block_diffusion' and not smoke:
-            batch['window'] = predicate_masks(batch['window'], raw['attention_mask'], block)
+        batch = strat.prepare(Batch.from_collated(raw, torch.arange(B)))
         def step():
             with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == 'cuda'):
                 if mode == 'block_diffusion':
                     from dllm_nb.loss import ar_pair_count
-                    p = strat.loss(model, batch, count_tokens(batch['window'].loss_mask), ar_pair_count(raw['attention_mask']))
+                    p = strat.loss(model, batch, Counts(count_tokens(batch.window.loss_mask), ar_pair_count(raw['attention_mask'])))
                 else:
-                    p = strat.loss(model, batch, count_tokens(raw['loss_mask']), torch.zeros(()))
+                    p = strat.loss(model, batch, Counts(count_tokens(raw['loss_mask']), torch.zeros(())))
             p.loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)
         reset_peak(dev)
         sec, _ = timed_steps(step, dev, n=2 if smoke else 6, warmup=1 if smoke else 3)
         if mode == 'block_diffusion':
-            R = int(batch['window'].canvas_ids.shape[1])
+            R = int(batch.window.canvas_ids.shape[1])
             passes = [(B * S, S, True), (B * R, S + R, False), (B * R, S + R, True)]
         else:
             passes = [(B * S, S, True)]

@@ -1,10 +1,12 @@
 """Does it learn? (not a timed test): `python bench/learns.py [--config configs/default.yaml] [--seeds 3] [--n 50]`.
 
-Trains the config four ways on the built-in tasks, single process, on the same data order, once per seed
+Trains the config five ways on the built-in tasks, single process, on the same data order, once per seed
 (`--seeds N` from `--first-seed`; the config's `seed` = model init, data order and noise):
   * `mdlm`            - `dllm_nb.trainer.Trainer(cfg).fit()` with `dllm.mode=mdlm` (use `--config configs/mdlm_cpu.yaml`
                         for the mdlm recipe that learns at this scale: AR warm-up + shifted logits + AR co-loss);
   * `block_diffusion` - the same with `dllm.mode=block_diffusion` (the default);
+  * `hybrid`          - the same with `dllm.mode=hybrid` (blockwise masking + next-token co-loss on a bidirectional
+                        MDLM backbone; decoded with the MDLM sampler);
   * `idlm`            - the same with `dllm.mode=idlm` (08b_idlm: decoded with the cached I-DLM sampler, anchor + drafts);
   * `autoregressive`  - the same backbone config, same batches (`GlobalBatchSampler`), optimizer, schedule, clipping
                         and step count, trained with the plain causal next-token loss on the response
@@ -27,7 +29,7 @@ from dllm_nb.loss import ar_loss, ar_pair_count, ar_pair_mask
 from dllm_nb.trainer import Trainer, lr_factor
 
 TASKS = ('addition', 'reverse')
-MODES = ('mdlm', 'block_diffusion', 'idlm', 'autoregressive')
+MODES = ('mdlm', 'hybrid', 'block_diffusion', 'idlm', 'autoregressive')
 
 
 def train_autoregressive(cfg, tr: Trainer):

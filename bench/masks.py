@@ -5,9 +5,16 @@
 2. mask build time as a share of one training step (forward + backward) of a tiny Llama (sdpa, 4D mask) over
    `[encoder S ; canvas R]` with the combined mask (about one encode + one decode pass; the real step adds a no-grad
    decode pass, so the true share is smaller);
-3. bytes of the dense mask vs the FlexAttention BlockMask.
+3. bytes of the dense mask vs the FlexAttention BlockMask;
+4. the masks as the training path builds them, per attention kernel (`--training-path` runs only this part):
+   the batch goes through the block_diffusion strategy's prepare (its window holds `DecoderMask`/`EncoderMask`
+   descriptions) and each mask is built by `models.model_attention_mask`, the call `BlockDiffusionLM.forward` makes:
+   dense bool for sdpa, additive fp32 for eager, a `BlockMask` from the predicate for flex_attention. B=32, S=1024,
+   R=512 (response lengths U[64, 512], one of 512), block 4 and 32. Printed: bytes the step holds, build time (best
+   of 3), and the transient peak while building (VmHWM growth, one child process per row, glibc told to mmap large
+   blocks so freed memory leaves the process).
 """
-import argparse, time, warnings
+import argparse, json, os, re, subprocess, sys, time, warnings
 
 import torch
 
@@ -66,15 +73,85 @@ def tiny_llama_step_time(pl, rl, am, enc_len, bs, n=2):
     return timeit(step, n=n), mask.shape
 
 
+KERNELS = ('sdpa', 'eager', 'flex_attention')
+
+
+def training_window(B, S, R, block, seed=0):
+    "A B x S batch (responses U[64, R], one of length R) through the block_diffusion strategy: its response window."
+    from dllm_nb.strategies import get_strategy
+    g = torch.Generator().manual_seed(seed)
+    rl = torch.randint(64, R + 1, (B,), generator=g); rl[0] = R
+    pl = (torch.rand(B, generator=g) * (S - rl + 1)).long()
+    k = torch.arange(S)[None]
+    am = (k < (pl + rl)[:, None]).long()
+    lm = ((k >= pl[:, None]) & (am == 1)).long()
+    batch = dict(input_ids=torch.randint(4, 1000, (B, S), generator=g) * am, loss_mask=lm, attention_mask=am)
+    strat = get_strategy('block_diffusion', vocab_size=1000, block_size=block)
+    if not hasattr(strat, 'prepare'): return strat.prepare_batch(batch, torch.arange(B))['window']   # main's dict API
+    from dllm_nb.stages import Batch                                                                # the typed stages
+    return strat.prepare(Batch.from_collated(batch, torch.arange(B))).window
+
+
+def _status_mib(key):
+    return int(re.search(rf'{key}:\s+(\d+)', open('/proc/self/status').read()).group(1)) / 1024
+
+
+def held_bytes(m):
+    if isinstance(m, torch.Tensor): return m.numel() * m.element_size()
+    return sum(t.numel() * t.element_size() for t in vars(m).values() if isinstance(t, torch.Tensor))
+
+
+def child(kernel, B, S, R, block):
+    "One row of part 4, in its own process: peak while building (first build), then best-of-3 build time."
+    from dllm_nb.models import model_attention_mask
+    w = training_window(B, S, R, block)
+    build = lambda: [model_attention_mask(m, kernel) for m in (w.decoder_mask, w.encoder_mask)]
+    import gc; gc.collect()
+    open('/proc/self/clear_refs', 'w').write('5')               # reset the peak RSS (VmHWM) to the current RSS
+    rss0 = _status_mib('VmRSS')
+    t0 = time.perf_counter(); dec, enc = build(); first = time.perf_counter() - t0
+    peak = _status_mib('VmHWM') - rss0
+    nbytes = [held_bytes(dec), held_bytes(enc)]
+    del dec, enc
+    best = timeit(build, n=3, warmup=0)
+    print(json.dumps(dict(kernel=kernel, block=block, shape=list(w.decoder_mask.shape), dec=nbytes[0], enc=nbytes[1],
+                          first_ms=first * 1e3, best_ms=best * 1e3, peak_mib=peak)))
+
+
+def training_path(a):
+    print(f'masks as the training path builds them (strategy prepare -> window -> models.model_attention_mask), '
+          f'B={a.B} S={a.enc_len} R={a.R}; MiB held by the step, build ms (best of 3), transient peak MiB while building')
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_='65536', OMP_NUM_THREADS=str(a.threads))
+    for block in (4, 32):
+        rows = {}
+        for kernel in KERNELS:
+            out = subprocess.run([sys.executable, __file__, '--child', kernel, '--B', str(a.B), '--enc-len', str(a.enc_len),
+                                  '--R', str(a.R), '--block', str(block)], capture_output=True, text=True, env=env)
+            if out.returncode: raise RuntimeError(out.stderr[-3000:])
+            rows[kernel] = r = json.loads(out.stdout.strip().splitlines()[-1])
+            print(f"block {block:2d} {kernel:14s} decoder {list(r['shape'])}: {r['dec'] / 2**20:9.3f} MiB  encoder "
+                  f"{r['enc'] / 2**20:9.3f} MiB  total {(r['dec'] + r['enc']) / 2**20:9.3f} MiB  build {r['best_ms']:8.1f} ms "
+                  f"(first {r['first_ms']:7.1f})  peak while building {r['peak_mib']:7.1f} MiB")
+        f, d = rows['flex_attention'], rows['sdpa']
+        tot = lambda r: r['dec'] + r['enc']
+        print(f"block {block:2d} held: sdpa / flex = {tot(d) / tot(f):.0f}x, eager / flex = {tot(rows['eager']) / tot(f):.0f}x; "
+              f"build time flex / sdpa = {f['best_ms'] / d['best_ms']:.1f}x")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--B', type=int, default=32); ap.add_argument('--enc-len', type=int, default=1024)
     ap.add_argument('--block', type=int, default=32); ap.add_argument('--step-batch', type=int, default=4)
     ap.add_argument('--threads', type=int, default=1,
                     help='torch threads; 1 by default so CPU time is real work, not OpenMP spin-waiting on a shared box')
+    ap.add_argument('--R', type=int, default=512, help='longest response (canvas length) of part 4')
+    ap.add_argument('--training-path', action='store_true', help='run only part 4')
+    ap.add_argument('--child', help=argparse.SUPPRESS)
     a = ap.parse_args()
     torch.manual_seed(0); torch.set_num_threads(a.threads)
+    if a.child: return child(a.child, a.B, a.enc_len, a.R, a.block)
     print(f'torch {torch.__version__}, threads={torch.get_num_threads()}')
+    if a.training_path: return training_path(a)
     pl, rl, am = batch(a.B, a.enc_len, 64, 512)
     R = int(rl.max())
     print(f'B={a.B} enc_len={a.enc_len} block={a.block} R={R} response_len mean={rl.float().mean():.0f} '
@@ -105,6 +182,7 @@ def main():
                          ('dense additive fp32', 4 * dense.numel()), ('FlexAttention BlockMask', block_mask_bytes(bm))]:
         print(f'{name:24s} {nbytes / 2**20:10.3f} MiB')
     print(f'dense bool / BlockMask = {dense.numel() / block_mask_bytes(bm):.0f}x; create_block_mask (eager, CPU) took {t_bm * 1e3:.0f} ms')
+    training_path(a)
 
 
 if __name__ == '__main__':

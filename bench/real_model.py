@@ -51,8 +51,8 @@ def worker(mode: str, gguf: str, steps: int, new: int) -> dict:
         mbs = tr.sampler.micro_batches(step)
         t0, c0 = time.perf_counter(), time.process_time()
         with tr.autocast():
-            res = train_step(tr.model, tr.strategy, tr.optimizer, [tr.micro_batch(m) for m in mbs],
-                             [m.seeds(cfg.seed) for m in mbs], 1, cfg.train.grad_clip, scheduler=tr.scheduler)
+            res = train_step(tr.model, tr.strategy, tr.optimizer, [tr.micro_batch(m) for m in mbs], 1, cfg.train.grad_clip,
+                             scheduler=tr.scheduler)
         times.append(time.perf_counter() - t0); cpu.append(time.process_time() - c0); tokens.append(res.tokens)
     train_rss = peak_rss_mb()
     tr.model.eval()

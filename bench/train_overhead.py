@@ -27,14 +27,13 @@ def part1(steps):
         t0 = time.perf_counter()
         for s in range(steps):
             mbs = tr.sampler.micro_batches(s)
-            train_step(tr.model, tr.strategy, tr.optimizer, [tr.collate(tr.train_ds, m.indices) for m in mbs],
-                       [m.seeds(cfg.seed) for m in mbs], scheduler=tr.scheduler)
+            train_step(tr.model, tr.strategy, tr.optimizer, [tr.micro_batch(m) for m in mbs], scheduler=tr.scheduler)
         full = steps / (time.perf_counter() - t0)
         mbs = tr.sampler.micro_batches(0)
-        b = tr.strategy.prepare_batch(tr.collate(tr.train_ds, mbs[0].indices), mbs[0].seeds(cfg.seed))
-        nd, na = tr.strategy.loss_denominators([b])
+        b = tr.strategy.prepare(tr.micro_batch(mbs[0]))
+        counts = tr.strategy.denominators([b])
         t0 = time.perf_counter()
-        for _ in range(steps): tr.strategy.loss(tr.model, b, nd, na).loss.backward()
+        for _ in range(steps): tr.strategy.loss(tr.model, b, counts).loss.backward()
         fb = steps / (time.perf_counter() - t0)
         print(f'{mode:>16}: full train step {full:6.2f} steps/s | forward+backward alone {fb:6.2f} steps/s | ratio {full / fb:.2f}')
 

@@ -5,17 +5,20 @@
 # %% ../nbs/10_distributed.ipynb 2
 from __future__ import annotations
 import builtins, ctypes, datetime, logging, numbers, os, re, signal, sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterator, Optional, Sequence
 import torch, torch.distributed as dist
 from torch import nn
+from torch.utils.data import DataLoader, Dataset
+from fastcore.basics import patch
 from .core import default_device, sample_seeds, splitmix64
 
 # %% auto 0
 __all__ = ['DistInfo', 'launched_by_torchrun', 'exit_with_parent', 'init_distributed', 'cleanup', 'exit_process', 'is_dist',
            'world_size', 'get_rank', 'is_main', 'print0', 'barrier', 'all_reduce_sum', 'all_reduce_mean',
-           'broadcast_object', 'shard_global_batch', 'MicroBatch', 'GlobalBatchSampler', 'find_decoder_layers',
-           'apply_fsdp', 'wrap_model', 'set_grad_sync', 'clip_grad_norm_', 'full_state_dict', 'load_full_state_dict']
+           'broadcast_object', 'shard_global_batch', 'MicroBatch', 'GlobalBatchSampler', 'StepBatches', 'step_loader',
+           'find_decoder_layers', 'apply_fsdp', 'wrap_model', 'set_grad_sync', 'clip_grad_norm_', 'full_state_dict',
+           'load_full_state_dict']
 
 # %% ../nbs/10_distributed.ipynb
 @dataclass(frozen=True)
@@ -134,6 +137,7 @@ class MicroBatch:
     global_batch_size: int
     dp_rank: int
     dp_size: int
+    collated: Optional[dict] = field(default=None, compare=False, repr=False)  # the rows' tensors, once a loader collated them
     def seeds(self, base_seed: int = 0) -> torch.Tensor:
         "`[B]` per-example seeds (`dllm_nb.core.sample_seeds`) of the rows."
         return sample_seeds(self.step, self.global_batch_size, self.dp_rank, self.dp_size, self.micro_batch,
@@ -143,6 +147,9 @@ class MicroBatch:
         "Global stream positions of the rows."
         start = self.step * self.global_batch_size + self.dp_rank * self.global_batch_size // self.dp_size
         return [start + self.micro_batch * len(self.indices) + i for i in range(len(self.indices))]
+    def pin_memory(self) -> MicroBatch:
+        "A copy with the collated tensors in pinned memory (the `DataLoader`'s `pin_memory=True` calls this)."
+        return replace(self, collated={k: v.pin_memory() for k, v in self.collated.items()}) if self.collated else self
 
 # %% ../nbs/10_distributed.ipynb
 class GlobalBatchSampler:
@@ -191,17 +198,38 @@ class GlobalBatchSampler:
         return self.max_steps
 
 # %% ../nbs/10_distributed.ipynb
-def _sampler_state(self) -> dict:
+@patch
+def state_dict(self: GlobalBatchSampler) -> dict:
+    "The sampler's position (`step`) and what must not change for a resume to continue the same data order."
     return dict(step=self.step, num_examples=self.n, global_batch_size=self.G, seed=self.seed, shuffle=self.shuffle)
 
-def _sampler_load(self, state: dict) -> None:
-    for k, mine in _sampler_state(self).items():
+@patch
+def load_state_dict(self: GlobalBatchSampler, state: dict) -> None:
+    "Continue at `state['step']`; a `ValueError` names a setting that would change the data order."
+    for k, mine in self.state_dict().items():
         if k != 'step' and state.get(k) != mine:
             raise ValueError(f"cannot resume the sampler: checkpoint has {k}={state.get(k)!r} but this run has {k}={mine!r}; "
                              "the data order would change. Use the original setting or start a fresh run.")
     self.step = int(state['step'])
 
-GlobalBatchSampler.state_dict, GlobalBatchSampler.load_state_dict = _sampler_state, _sampler_load
+# %% ../nbs/10_distributed.ipynb
+class StepBatches(Dataset):
+    "Item `s`: this rank's micro-batches of step `s` (`sampler.micro_batches(s)`), each with its rows collated."
+    def __init__(self, sampler: GlobalBatchSampler, dataset, collate_fn):
+        self.sampler, self.dataset, self.collate_fn = sampler, dataset, collate_fn
+    def __len__(self) -> int: return len(self.sampler)
+    def __getitem__(self, step: int) -> list[MicroBatch]:
+        return [replace(mb, collated=self.collate_fn([self.dataset[int(i)] for i in mb.indices]))
+                for mb in self.sampler.micro_batches(step)]
+
+def _as_is(item): return item            # each item is already one step: nothing to batch or convert
+
+def step_loader(sampler: GlobalBatchSampler, dataset, collate_fn, start: int, stop: int, num_workers: int = 0,
+                pin_memory: bool = False, prefetch_factor: int = 2) -> DataLoader:
+    "Steps `start..stop-1` of `sampler` as lists of collated `MicroBatch`es, built by `num_workers` processes (0 = this one)."
+    return DataLoader(StepBatches(sampler, dataset, collate_fn), batch_size=None, sampler=range(start, stop),
+                      collate_fn=_as_is, num_workers=num_workers, pin_memory=pin_memory,
+                      prefetch_factor=prefetch_factor if num_workers else None, generator=torch.Generator())
 
 # %% ../nbs/10_distributed.ipynb
 def find_decoder_layers(model: nn.Module) -> list[nn.Module]:

@@ -7,19 +7,20 @@ from __future__ import annotations
 import argparse, os, sys
 from typing import Callable, Optional, Sequence
 import torch
-import torch.nn.functional as F
 from fastcore.imports import IN_NOTEBOOK
 from torch import Tensor, nn
+from .collate import check_single_turn, first_supervised
 from .config import mode_block_size
 from .core import row_generators
 from .corruption import corrupt_uniform_random, sample_t
 from .data import TASKS, task_answer, task_examples, tokenize_example
-from .generate import _progress, encode_prompts, generate, right_pad
-from .masks import build_batched_block_mask, build_encoder_mask
-from .models import BlockDiffusionLM, MaskedDiffusionLM, canvas_position_ids
+from .generate import progress_bar, encode_prompts, generate, right_pad
+from .loss import token_ce
+from .models import BlockDiffusionLM, MaskedDiffusionLM
+from .window import build_response_window
 
 # %% auto 0
-__all__ = ['score_completion', 'sampler_settings', 'exact_match', 'generate_autoregressive', 'mdlm_nll_bound',
+__all__ = ['score_completion', 'sampler_settings', 'exact_match', 'generate_autoregressive', 'row_ce', 'mdlm_nll_bound',
            'block_diffusion_losses', 'task_likelihood', 'main']
 
 # %% ../nbs/13_eval.ipynb
@@ -40,7 +41,7 @@ def exact_match(model: nn.Module, tokenizer, task: str, split: str = 'test', n: 
     examples = task_examples(task, split, seed)[:n]
     sampler = sampler or generate
     samples = []
-    for s in _progress(range(0, len(examples), batch_size), progress, task):
+    for s in progress_bar(range(0, len(examples), batch_size), progress, task):
         batch = examples[s:s + batch_size]
         prompt_ids = encode_prompts([ex['messages'][0]['content'] for ex in batch], tokenizer)
         out = sampler(model, prompt_ids, tokenizer, max_new_tokens, seeds=seed + s, **gen_kw)
@@ -56,7 +57,7 @@ def exact_match(model: nn.Module, tokenizer, task: str, split: str = 'test', n: 
 def generate_autoregressive(model: nn.Module, prompt_ids: Sequence[Sequence[int]], tokenizer=None,
                             max_new_tokens: int = 32, eos_token_id: Optional[int] = None, seeds=None, **_):
     "Greedy decoding of a causal LM (`logits = model(input_ids, attention_mask).logits`); `.sequences` cut at EOS."
-    from dllm_nb.generate import GenerationOutput, _cut
+    from dllm_nb.generate import GenerationOutput, cut_at_eos
     eos = eos_token_id if eos_token_id is not None else getattr(tokenizer, 'eos_token_id', None)
     device = next(model.parameters()).device
     ids, L = right_pad(prompt_ids, 0, max(map(len, prompt_ids)) + max_new_tokens, device)
@@ -68,7 +69,7 @@ def generate_autoregressive(model: nn.Module, prompt_ids: Sequence[Sequence[int]
         if eos is not None and (done := done | (nxt == eos)).all(): break
     canvas = torch.stack([ids[b, start[b]:start[b] + max_new_tokens] for b in range(len(L))])
     canvas = torch.where(torch.arange(max_new_tokens, device=device)[None] < (L - start)[:, None], canvas, eos or 0)
-    return GenerationOutput([_cut(r, eos) for r in canvas], canvas, int((L - start).max()))
+    return GenerationOutput([cut_at_eos(r, eos) for r in canvas], canvas, int((L - start).max()))
 
 # %% ../nbs/13_eval.ipynb
 def _rand_on(mask: Tensor, gens) -> Tensor:
@@ -76,6 +77,12 @@ def _rand_on(mask: Tensor, gens) -> Tensor:
     u = torch.ones(mask.shape, device=mask.device)
     for b, g in enumerate(gens): u[b, mask[b]] = torch.rand(int(mask[b].sum()), generator=g).to(mask.device)
     return u
+
+def row_ce(logits: Tensor, target_ids: Tensor, select: Tensor) -> Tensor:
+    "Per-row sums `[B]` (float64) of the training CE (`loss.token_ce`) over the positions where `select` is set."
+    rows = select.bool().nonzero()[:, 0]
+    out = torch.zeros(len(select), dtype=torch.float64, device=logits.device)
+    return out.index_add_(0, rows, token_ce(logits, target_ids, select).double())
 
 @torch.no_grad()
 def mdlm_nll_bound(model: nn.Module, input_ids: Tensor, loss_mask: Tensor, mask_token_id: int,
@@ -86,54 +93,39 @@ def mdlm_nll_bound(model: nn.Module, input_ids: Tensor, loss_mask: Tensor, mask_
     ts = torch.stack([sample_t(n_samples, g, 'stratified') for g in gens]).to(input_ids.device)   # [B, K]
     sup, total = loss_mask.bool(), torch.zeros(B, dtype=torch.float64, device=input_ids.device)
     for k in range(n_samples):
-        t = ts[:, k, None]                                                                      # [B, 1]
-        noise = _rand_on(sup, gens) < t                                                         # masked positions
-        logits = model(torch.where(noise, mask_token_id, input_ids), attention_mask)
-        ce = F.cross_entropy(logits.float().transpose(1, 2), input_ids, reduction='none')       # [B, T]
-        total += torch.where(noise, ce / t, 0.).sum(-1).double()
+        t = ts[:, k]                                                                            # [B]
+        noise = _rand_on(sup, gens) < t[:, None]                                                # masked positions
+        logits = model(torch.where(noise, mask_token_id, input_ids), attention_mask).logits
+        total += row_ce(logits, input_ids, noise) / t.double()
     per_example, n_tok = total / n_samples, sup.sum(-1)
     return dict(per_example=per_example, n_tokens=n_tok, per_token=(per_example.sum() / n_tok.sum()).item())
 
 # %% ../nbs/13_eval.ipynb
-def _response_geometry(loss_mask: Tensor) -> tuple[Tensor, Tensor]:
-    "`prefix_len [B]`, `resp_len [B]` of a loss mask whose supervised part is one contiguous run per row."
-    sup = loss_mask.bool()
-    L, P = sup.sum(-1), sup.long().argmax(-1)
-    j = torch.arange(sup.shape[1], device=sup.device)[None]
-    bad = (sup != ((j >= P[:, None]) & (j < (P + L)[:, None]))).any(-1).nonzero()
-    if len(bad): raise ValueError(f"example {bad[0, 0].item()}: the supervised tokens are not one contiguous run; "
-                                  "block diffusion scores a single response (supervise only the last turn).")
-    return P, L
-
-def _ce_sum(logits: Tensor, target: Tensor, select: Tensor) -> Tensor:
-    ce = F.cross_entropy(logits.float().transpose(1, 2), target, reduction='none')
-    return torch.where(select, ce, 0.).sum(-1).double()
-
 @torch.no_grad()
 def block_diffusion_losses(model: BlockDiffusionLM, input_ids: Tensor, loss_mask: Tensor, block_size: int,
                            attention_mask: Optional[Tensor] = None, n_samples: int = 8, seeds=None,
                            eps: float = 1e-3) -> dict:
     "Per-token `denoising_loss` (not a bound), `one_step_nll_bound` and `encoder_nll` (see the text), with `per_example`."
-    B, S = input_ids.shape
-    P, L = _response_geometry(loss_mask)
-    R = max(1, int(L.max()))
-    j = torch.arange(R, device=input_ids.device)[None]
-    valid = j < L[:, None]                                                                   # [B, R]
-    x0 = input_ids.gather(1, (P[:, None] + j).clamp_max(S - 1))                              # clean response window
-    enc_am = loss_mask.bool() if attention_mask is None else attention_mask.bool() | loss_mask.bool()
-    enc_am = enc_am | (torch.arange(S, device=input_ids.device)[None] < P[:, None])
-    state = model.encode(input_ids, build_encoder_mask(enc_am.long()), return_logits=True)
-    dec_mask, pos = build_batched_block_mask(P, L, S, block_size), canvas_position_ids(P, R)
-    gens = row_generators(list(range(B)) if seeds is None else list(seeds), 'validation')
+    (B, S), dev = input_ids.shape, input_ids.device
+    sup = loss_mask.bool()
+    check_single_turn(sup.cpu())                                       # one response per example, as in training
+    enc_am = sup if attention_mask is None else attention_mask.bool() | sup
+    enc_am = enc_am | (torch.arange(S, device=dev)[None] < first_supervised(sup)[:, None])   # the prompt is content
+    seeds = torch.arange(B) if seeds is None else torch.as_tensor(list(seeds))
+    w = build_response_window(input_ids, input_ids, torch.zeros_like(sup), loss_mask, torch.ones(B, S, device=dev),
+                              enc_am.long(), block_size, seeds, scored_blocks='all')   # the training window, every block scored
+    state = model.encode(input_ids, w.encoder_mask, return_logits=True)
+    gens = row_generators(seeds, 'validation')
     ts, V = torch.stack([sample_t(n_samples, g, 'stratified') for g in gens]), model.backbone.get_input_embeddings().num_embeddings
     sums = dict(denoising_loss=0., one_step_nll_bound=0.)
     for k in range(n_samples):
         for name, t, e in (('denoising_loss', ts[:, k], eps), ('one_step_nll_bound', torch.ones(B), 0.)):
-            noisy = corrupt_uniform_random(x0, valid.long(), V, e, gens, t)[0]
-            sums[name] = sums[name] + _ce_sum(model.decode(state, noisy, dec_mask, pos).logits, x0, valid) / n_samples
-    sums['encoder_nll'] = _ce_sum(state.logits[:, :-1], input_ids[:, 1:], loss_mask.bool()[:, 1:])
-    n = L.sum().item()
-    return {**{k: (v.sum() / n).item() for k, v in sums.items()}, 'per_example': sums, 'n_tokens': L}
+            noisy = corrupt_uniform_random(w.target_ids, w.loss_mask, V, e, gens, t)[0]
+            logits = model.decode(state, noisy, w.decoder_mask, w.decoder_position_ids).logits
+            sums[name] = sums[name] + row_ce(logits, w.target_ids, w.loss_mask) / n_samples
+    sums['encoder_nll'] = row_ce(state.logits[:, :-1], input_ids[:, 1:], sup[:, 1:])
+    L = w.loss_mask.sum(-1)
+    return {**{k: (v.sum() / L.sum()).item() for k, v in sums.items()}, 'per_example': sums, 'n_tokens': L}
 
 # %% ../nbs/13_eval.ipynb
 def task_likelihood(model: nn.Module, tokenizer, task: str, split: str = 'test', n: Optional[int] = None,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Optional
 import torch
 from torch import Tensor, nn
-from .generate import (GenerationOutput, Prompts, _cut, _device, _token_id, encode_prompts, mdlm_canvas, mdlm_unmask,
+from .generate import (GenerationOutput, Prompts, cut_at_eos, _device, _token_id, encode_prompts, mdlm_canvas, mdlm_unmask,
                               right_pad)
 from .models import MaskedDiffusionLM, SharedKVCache, mdlm_attention_mask
 
@@ -33,7 +33,7 @@ def generate_autoregressive_cached(model: nn.Module, prompts: Prompts, max_new_t
                             do_sample=False, eos_token_id=eos, pad_token_id=pad, use_cache=True,
                             temperature=None, top_p=None, top_k=None)
     canvas = out[:, ids.shape[1]:]
-    return GenerationOutput([_cut(r, eos) for r in canvas], canvas, canvas.shape[1])
+    return GenerationOutput([cut_at_eos(r, eos) for r in canvas], canvas, canvas.shape[1])
 
 # %% ../nbs/12a_fast_sampling.ipynb
 class MDLMCache:

@@ -4,23 +4,25 @@
 
 # %% ../nbs/08b_idlm.ipynb 2
 from __future__ import annotations
+from dataclasses import dataclass
 from typing import Optional
 import torch
 from torch import Tensor, nn
-from torch.nn.attention.flex_attention import BlockMask, create_block_mask
+from torch.nn.attention.flex_attention import BlockMask
 from transformers import DynamicCache
 from .core import row_generators
 from .corruption import corrupt_all_masked
-from .generate import (GenerationOutput, Prompts, _cut, _device, _token_id, encode_prompts, predict_tokens,
+from .generate import (GenerationOutput, Prompts, cut_at_eos, _device, _token_id, encode_prompts, predict_tokens,
                               right_pad, row_seeds)
 from .loss import LossParts, count_tokens, token_ce
-from .masks import MaskMod, bd3_mask_mod, dense_mask
-from .models import ATTN_IMPLEMENTATIONS, _DLLMWrapper, model_attention_mask
-from .strategies import Strategy, register_strategy
+from .masks import MaskMod, bd3_mask_mod, chunked_block_mask, dense_mask
+from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, _DLLMWrapper, model_attention_mask
+from .stages import Batch, Counts, Noised, Stage
+from .strategies import _need_mask, register_strategy
 
 # %% auto 0
-__all__ = ['idlm_mask_mod', 'idlm_mask', 'idlm_block_mask', 'IntrospectiveDiffusionLM', 'idlm_targets', 'idlm_loss',
-           'IDLMStrategy', 'idlm_losses', 'generate_idlm']
+__all__ = ['idlm_mask_mod', 'idlm_mask', 'idlm_block_mask', 'IntrospectiveDiffusionLM', 'idlm_targets', 'idlm_loss', 'IDLMInput',
+           'IDLMSettings', 'IDLMStrategy', 'idlm_losses', 'generate_idlm']
 
 # %% ../nbs/08b_idlm.ipynb
 def idlm_mask_mod(seq_len: int, block_size: int, attention_mask: Optional[Tensor] = None) -> MaskMod:
@@ -52,12 +54,12 @@ def idlm_block_mask(seq_len: int, block_size: int, attention_mask: Tensor, BLOCK
     "FlexAttention `BlockMask` `[B, 1, 2L, 2L]` from the same predicate (no dense `[2L, 2L]` is built)."
     _check_idlm(seq_len, block_size, attention_mask)
     mod = idlm_mask_mod(seq_len, block_size, attention_mask)
-    return create_block_mask(mod, len(attention_mask), None, 2 * seq_len, 2 * seq_len, device=attention_mask.device,
-                             BLOCK_SIZE=BLOCK_SIZE)
+    return chunked_block_mask(mod, len(attention_mask), 2 * seq_len, 2 * seq_len, device=attention_mask.device,
+                              BLOCK_SIZE=BLOCK_SIZE)                  # a few rows at a time: small transient grid
 
 # %% ../nbs/08b_idlm.ipynb
 class IntrospectiveDiffusionLM(_DLLMWrapper):
-    "Causal-LM backbone run over `[x_t | x_0]` under the I-DLM mask; `forward` -> logits `[B, 2L, V]`."
+    "Causal-LM backbone run over `[x_t | x_0]` under the I-DLM mask; `forward` -> `DLLMOutput` (logits `[B, 2L, V]`)."
     def __init__(self, backbone: nn.Module, block_size: int = 1):
         super().__init__()
         impl = backbone.config._attn_implementation
@@ -70,7 +72,7 @@ class IntrospectiveDiffusionLM(_DLLMWrapper):
     def settings(self) -> dict: return dict(block_size=self.block_size)
 
     def forward(self, input_ids: Tensor, noisy_input_ids: Tensor, attention_mask: Optional[Tensor] = None,
-                block_size: Optional[int] = None) -> Tensor:
+                block_size: Optional[int] = None) -> DLLMOutput:
         B, L = input_ids.shape
         if tuple(noisy_input_ids.shape) != (B, L):
             raise ValueError(f"noisy_input_ids {tuple(noisy_input_ids.shape)} must match input_ids {(B, L)}.")
@@ -79,8 +81,8 @@ class IntrospectiveDiffusionLM(_DLLMWrapper):
         mask = (idlm_block_mask(L, bs, am) if self.attn_implementation == 'flex_attention'
                 else self._mask(idlm_mask(L, bs, am)))
         pos = torch.arange(L, device=input_ids.device).repeat(2).expand(B, 2 * L)
-        return self.backbone(input_ids=torch.cat([noisy_input_ids, input_ids], 1), attention_mask=mask,
-                             position_ids=pos, use_cache=False).logits
+        return DLLMOutput(self.backbone(input_ids=torch.cat([noisy_input_ids, input_ids], 1), attention_mask=mask,
+                                        position_ids=pos, use_cache=False).logits)
 
 # %% ../nbs/08b_idlm.ipynb
 def idlm_targets(loss_mask: Tensor, attention_mask: Optional[Tensor] = None) -> Tensor:
@@ -104,34 +106,49 @@ def idlm_loss(logits: Tensor, target_ids: Tensor, targets: Tensor, num_targets, 
     return LossParts(noisy + alpha * clean, noisy, clean)
 
 # %% ../nbs/08b_idlm.ipynb
-@register_strategy
-class IDLMStrategy(Strategy):
-    "I-DLM: all-masked corruption, one `[x_t | x_0]` pass, Dream-shifted `CE_noisy + α·CE_clean` over the targets."
-    name, normalization_mode = 'idlm', 'supervised'
+@dataclass(frozen=True)
+class IDLMInput(Stage):
+    "I-DLM's model input: the all-masked `Noised` batch (x_t), read with x_0 as one `[x_t | x_0]` pass of `2L`, and its targets."
+    noised: Noised
+    targets: Tensor          # [B, L] bool: token j >= 1 is a target (of position j - 1 in both halves)
 
-    def __init__(self, block_size: int = 1, clean_loss_weight: float = 0.2, auto_balance: bool = False, **kw):
-        super().__init__(block_size=block_size, **kw)
+    @property
+    def batch(self) -> Batch: return self.noised.batch
+
+@dataclass(frozen=True)
+class IDLMSettings:
+    "Settings of `idlm` (from `idlm.*`)."
+    mask_token_id: Optional[int] = None     # id of the mask token x_t is made of (required, inside the vocabulary)
+    vocab_size: Optional[int] = None        # when given, mask_token_id is checked to lie inside it
+    block_size: int = 1                     # block length of the [x_t | x_0] mask
+    clean_loss_weight: float = 0.2          # weight alpha of the clean-copy CE in CE_noisy + alpha * CE_clean
+    auto_balance: bool = False              # alpha = detached CE_noisy / CE_clean instead
+    def __post_init__(self):
+        _need_mask(self.mask_token_id, 'idlm')
         if self.vocab_size is not None and not 0 <= self.mask_token_id < self.vocab_size:
             raise ValueError(f"mask_token_id={self.mask_token_id} is outside the vocabulary (size {self.vocab_size}); "
                              "add the mask token to the tokenizer and resize the embeddings (models.add_mask_token).")
-        if clean_loss_weight < 0: raise ValueError(f"clean_loss_weight={clean_loss_weight} must be >= 0.")
-        self.clean_loss_weight, self.auto_balance = clean_loss_weight, auto_balance
+        if self.clean_loss_weight < 0: raise ValueError(f"clean_loss_weight={self.clean_loss_weight} must be >= 0.")
 
-    def apply_corruption(self, batch: dict, gens) -> dict:
-        batch['noisy_input_ids'], batch['noise_mask'], batch['p_mask'] = corrupt_all_masked(
-            batch['input_ids'], batch['loss_mask'], self.mask_token_id)
-        return batch
+@register_strategy
+class IDLMStrategy:
+    "I-DLM: all-masked corruption, one `[x_t | x_0]` pass, Dream-shifted `CE_noisy + α·CE_clean` over the targets."
+    name, Settings = 'idlm', IDLMSettings
+    def __init__(self, settings: IDLMSettings): self.settings = settings
 
-    def loss_denominators(self, batches: list[dict]) -> tuple[Tensor, Tensor]:
+    def prepare(self, batch: Batch) -> IDLMInput:
+        n = Noised(batch, *corrupt_all_masked(batch.input_ids, batch.loss_mask, self.settings.mask_token_id))
+        return IDLMInput(n, idlm_targets(batch.loss_mask, batch.attention_mask))
+
+    def denominators(self, stages: list[IDLMInput]) -> Counts:
         "Local number of targets (both CE terms share it), and 0 for the unused AR count."
-        n = sum(count_tokens(idlm_targets(b['loss_mask'], b['attention_mask'])) for b in batches)
-        return n, torch.zeros((), dtype=torch.long)
+        return Counts(sum(count_tokens(s.targets) for s in stages), torch.zeros((), dtype=torch.long))
 
-    def loss(self, model, batch: dict, num_diffusion, num_ar) -> LossParts:
-        logits = model(input_ids=batch['input_ids'], noisy_input_ids=batch['noisy_input_ids'],
-                       attention_mask=batch['attention_mask'], block_size=self.block_size)
-        return idlm_loss(logits, batch['input_ids'], idlm_targets(batch['loss_mask'], batch['attention_mask']),
-                         num_diffusion, self.clean_loss_weight, self.auto_balance)
+    def loss(self, model, stage: IDLMInput, counts: Counts) -> LossParts:
+        b, s = stage.batch, self.settings
+        logits = model(input_ids=b.input_ids, noisy_input_ids=stage.noised.noisy_ids, attention_mask=b.attention_mask,
+                       block_size=s.block_size).logits
+        return idlm_loss(logits, b.input_ids, stage.targets, counts.diffusion, s.clean_loss_weight, s.auto_balance)
 
 # %% ../nbs/08b_idlm.ipynb
 @torch.no_grad()
@@ -140,7 +157,7 @@ def idlm_losses(model: IntrospectiveDiffusionLM, input_ids: Tensor, loss_mask: T
     "Per-token `noisy_ce` and `clean_ce` (floats) over the batch's targets, and `n_tokens [B]` per row."
     noisy_ids = corrupt_all_masked(input_ids, loss_mask, mask_token_id)[0]
     t = idlm_targets(loss_mask, attention_mask)
-    parts = idlm_loss(model(input_ids, noisy_ids, attention_mask, block_size), input_ids, t, int(t.sum()))
+    parts = idlm_loss(model(input_ids, noisy_ids, attention_mask, block_size).logits, input_ids, t, int(t.sum()))
     return dict(noisy_ce=parts.dllm_loss.item(), clean_ce=parts.ar_loss.item(), n_tokens=t.sum(-1))
 
 # %% ../nbs/08b_idlm.ipynb
@@ -203,4 +220,4 @@ def generate_idlm(model: IntrospectiveDiffusionLM, prompts: Prompts, max_new_tok
         if eos is not None and (torch.cat(out, 1) == eos).any(1).all(): break
         state.commit(new)
     canvas = torch.cat(out, 1)[:, :max_new_tokens]
-    return GenerationOutput([_cut(r, eos) for r in canvas], canvas, nfe)
+    return GenerationOutput([cut_at_eos(r, eos) for r in canvas], canvas, nfe)

@@ -4,186 +4,219 @@
 
 # %% ../nbs/08_strategies.ipynb 2
 from __future__ import annotations
-import inspect
+from dataclasses import dataclass, fields
+from typing import ClassVar, Optional, Protocol
 import torch
 from torch import Tensor
 from .core import rand_rows, row_generators
-from .corruption import corrupt_blockwise, corrupt_uniform, corrupt_uniform_random, sample_t
+from .corruption import T_SAMPLING, corrupt_blockwise, corrupt_uniform, corrupt_uniform_random, sample_t
 from .loss import (LossParts, ar_loss, ar_pair_count, ar_pair_mask, block_diffusion_loss, count_noise, count_tokens,
                           hybrid_loss, mdlm_loss)
+from .stages import Batch, Counts, Noised, Stage, Windowed
 from .window import SCORED_BLOCKS, build_response_window
 
 # %% auto 0
-__all__ = ['STRATEGIES', 'Strategy', 'MDLMStrategy', 'HybridStrategy', 'BlockDiffusionStrategy', 'register_strategy',
-           'get_strategy']
+__all__ = ['STRATEGIES', 'Strategy', 'make_settings', 'batch_t', 'uniform_masking', 'MDLMSettings', 'MDLMStrategy',
+           'HybridSettings', 'HybridStrategy', 'BlockDiffusionSettings', 'BlockDiffusionStrategy', 'register_strategy',
+           'get_strategy', 'settings_from_config']
 
 # %% ../nbs/08_strategies.ipynb
-def _logits(out) -> Tensor:
-    "Logits from a model output object or a bare tensor."
-    return out if isinstance(out, Tensor) else out.logits
+class Strategy(Protocol):
+    "What the trainer needs from a dLLM mode (see the flow above)."
+    name: ClassVar[str]                     # the `dllm.mode` value
+    Settings: ClassVar[type]                # the mode's frozen settings dataclass
+    def prepare(self, batch: Batch) -> Stage: ...
+    def denominators(self, stages: list) -> Counts: ...
+    def loss(self, model, stage, counts: Counts) -> LossParts: ...
 
-class Strategy:
-    "Base strategy: MDLM-style uniform masking; subclasses override the hooks that differ."
-    name, normalization_mode, needs_mask_token = 'base', 'supervised', True
+def make_settings(cls: type, mode: str, settings: dict):
+    "`cls(**settings)`; a key `cls` does not have is an error naming it and the accepted ones."
+    accepted = [f.name for f in fields(cls)]
+    if unknown := sorted(set(settings) - set(accepted)):
+        raise ValueError(f"mode {mode!r} has no setting(s) {unknown}; its settings are {accepted}.")
+    return cls(**settings)
 
-    def __init__(self, mask_token_id: int | None = None, vocab_size: int | None = None, block_size: int | None = None,
-                 eps: float = 1e-3, t_sampling: str = 'iid', pad_token_id: int = 0):
-        if self.needs_mask_token and mask_token_id is None:
-            raise ValueError(f"mode {self.name!r} needs a mask token: set dllm.mask_token (e.g. '<|mask|>') so its id is known.")
-        self.mask_token_id, self.vocab_size, self.block_size = mask_token_id, vocab_size, block_size
-        self.eps, self.t_sampling, self.pad_token_id = eps, t_sampling, pad_token_id
+def _need_mask(mask_token_id, mode: str) -> None:
+    if mask_token_id is None:
+        raise ValueError(f"mode {mode!r} needs a mask token: set dllm.mask_token (e.g. '<|mask|>') so its id is known.")
 
-    def sample_t(self, batch: dict, gens) -> Tensor:
-        "Per-example diffusion times; stratified over the step's global batch when `t_sampling='stratified'`."
-        g = batch.get('global_index')
-        return sample_t(len(gens), gens, self.t_sampling, global_index=g, global_size=batch.get('global_batch_size'))
+def _check_t(t_sampling: str) -> None:
+    if t_sampling not in T_SAMPLING: raise ValueError(f"unknown t_sampling mode {t_sampling!r}; known: {list(T_SAMPLING)}")
 
-    def apply_corruption(self, batch: dict, gens) -> dict:
-        batch['noisy_input_ids'], batch['noise_mask'], batch['p_mask'] = corrupt_uniform(
-            batch['input_ids'], batch['loss_mask'], self.mask_token_id, self.eps, gens, t=self.sample_t(batch, gens))
-        return batch
+def batch_t(batch: Batch, gens, t_sampling: str) -> Tensor:
+    "Per-example diffusion times; stratified over the step's global batch when `t_sampling='stratified'`."
+    return sample_t(len(gens), gens, t_sampling, global_index=batch.global_index, global_size=batch.global_size)
 
-    def prepare_batch(self, batch: dict, sample_seeds: Tensor) -> dict:
-        "Corrupt with per-example generators (corruption stream) and keep the seeds for later streams."
-        batch['sample_seeds'] = sample_seeds
-        return self.apply_corruption(batch, row_generators(sample_seeds, 'corruption'))
-
-    def augment_batch_for_model(self, batch: dict) -> dict: return {}
-
-    def loss_denominators(self, batches: list[dict]) -> tuple[Tensor, Tensor]:
-        "Local `(num_diffusion, num_ar)` summed over the step's micro-batches (all-reduce them across ranks)."
-        return sum(count_tokens(b['loss_mask']) for b in batches), torch.zeros((), dtype=torch.long)
-
-    def loss(self, model, batch: dict, num_diffusion, num_ar) -> LossParts:
-        logits = _logits(model(input_ids=batch['noisy_input_ids'], attention_mask=batch['attention_mask']))
-        return mdlm_loss(logits, batch['input_ids'], batch['noise_mask'], batch['loss_mask'], batch['p_mask'], num_diffusion)
+def uniform_masking(batch: Batch, mask_token_id: int, eps: float, t_sampling: str) -> Noised:
+    "MDLM corruption from each example's `corruption` stream: one `t` per row, each supervised token masked w.p. `p`."
+    gens = row_generators(batch.sample_seeds, 'corruption')
+    t = batch_t(batch, gens, t_sampling)
+    return Noised(batch, *corrupt_uniform(batch.input_ids, batch.loss_mask, mask_token_id, eps, gens, t=t))
 
 # %% ../nbs/08_strategies.ipynb
-class MDLMStrategy(Strategy):
+@dataclass(frozen=True)
+class MDLMSettings:
+    "Settings of `mdlm` (from `dllm.*`; `settings_from_config`)."
+    mask_token_id: Optional[int] = None     # id that replaces a corrupted token (required)
+    eps: float = 1e-3                       # smallest corruption probability, p = (1 - eps) t + eps
+    t_sampling: str = 'iid'                 # how t is drawn across the batch: 'iid', 'antithetic', 'stratified'
+    ar_warmup_steps: int = 0                # training steps < this take the causal next-token loss instead
+    ar_loss_weight: float = 0.0             # later steps (and validation) add this times the same causal loss (co-loss)
+    def __post_init__(self): _need_mask(self.mask_token_id, 'mdlm'); _check_t(self.t_sampling)
+
+class MDLMStrategy:
     "Masked diffusion (MDLM / LLaDA): uniform masking, `1/p`-weighted CE; optional causal next-token warm-up phase."
-    name = 'mdlm'
+    name, Settings = 'mdlm', MDLMSettings
+    def __init__(self, settings: MDLMSettings): self.settings = settings
 
-    def __init__(self, ar_warmup_steps: int = 0, ar_loss_weight: float = 0.0, **kw):
-        super().__init__(**kw)
-        self.ar_warmup_steps, self.ar_loss_weight = ar_warmup_steps, ar_loss_weight
+    def ar_phase(self, batch: Batch) -> bool:
+        "True for training batches of steps `< ar_warmup_steps` (validation batches have `step=None`: always MDLM)."
+        return batch.step is not None and batch.step < self.settings.ar_warmup_steps
 
-    def ar_phase(self, batch: dict) -> bool:
-        "True for training batches of steps `< ar_warmup_steps` (validation batches carry no `step`: always MDLM)."
-        return batch.get('step', self.ar_warmup_steps) < self.ar_warmup_steps
+    def prepare(self, batch: Batch) -> Batch | Noised:
+        "The clean batch in the AR warm-up phase, else a `Noised` (uniform masking)."
+        s = self.settings
+        return batch if self.ar_phase(batch) else uniform_masking(batch, s.mask_token_id, s.eps, s.t_sampling)
 
-    def loss_denominators(self, batches: list[dict]) -> tuple[Tensor, Tensor]:
-        nd, na = super().loss_denominators(batches)
-        if self.ar_phase(batches[0]) or self.ar_loss_weight:
-            na = sum(ar_pair_count(b['attention_mask'], b['loss_mask']) for b in batches)
-        return nd, na
+    def denominators(self, stages: list) -> Counts:
+        "Supervised tokens; in the AR phase (or with the co-loss) also the supervised next-token pairs."
+        bs = [s.batch for s in stages]
+        na = (sum(ar_pair_count(b.attention_mask, b.loss_mask) for b in bs)
+              if bs and (self.ar_phase(bs[0]) or self.settings.ar_loss_weight) else torch.zeros((), dtype=torch.long))
+        return Counts(sum(count_tokens(b.loss_mask) for b in bs), na)
 
-    def causal_loss(self, model, batch: dict, num_ar) -> LossParts:
+    def causal_loss(self, model, b: Batch, counts: Counts) -> LossParts:
         "Next-token CE of the clean batch under causal attention (the warm-up loss and the co-loss)."
-        ids, am = batch['input_ids'], batch['attention_mask']
-        logits = _logits(model(input_ids=ids, attention_mask=am, causal=True))
-        return ar_loss(logits, ids, ar_pair_mask(am, batch['loss_mask']), num_ar)
+        logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask, causal=True).logits
+        return ar_loss(logits, b.input_ids, ar_pair_mask(b.attention_mask, b.loss_mask), counts.ar)
 
-    def loss(self, model, batch: dict, num_diffusion, num_ar) -> LossParts:
-        if self.ar_phase(batch): return self.causal_loss(model, batch, num_ar)
-        parts = super().loss(model, batch, num_diffusion, num_ar)
-        if not self.ar_loss_weight: return parts
-        ar = self.causal_loss(model, batch, num_ar).ar_loss               # keeps what the warm-up learned
-        return LossParts(parts.loss + self.ar_loss_weight * ar, parts.dllm_loss, ar)
+    def loss(self, model, stage: Batch | Noised, counts: Counts) -> LossParts:
+        b, w = stage.batch, self.settings.ar_loss_weight
+        if not isinstance(stage, Noised): return self.causal_loss(model, b, counts)
+        logits = model(input_ids=stage.noisy_ids, attention_mask=b.attention_mask).logits
+        parts = mdlm_loss(logits, b.input_ids, stage.noise_mask, b.loss_mask, stage.p_mask, counts.diffusion)
+        if not w: return parts
+        ar = self.causal_loss(model, b, counts).ar_loss                # keeps what the warm-up learned
+        return LossParts(parts.loss + w * ar, parts.dllm_loss, ar)
 
 # %% ../nbs/08_strategies.ipynb
-class HybridStrategy(Strategy):
+@dataclass(frozen=True)
+class HybridSettings:
+    "Settings of `hybrid` (from `dllm.*`)."
+    mask_token_id: Optional[int] = None     # id that replaces a corrupted token (required)
+    block_size: Optional[int] = 32          # corruption block; None = uniform masking as in MDLM (the reference)
+    eps: float = 1e-3                       # smallest corruption level
+    t_sampling: str = 'iid'                 # how t is drawn when block_size is None
+    half_life_ratio: float = 0.25           # late-position bias of blockwise masking, as a fraction of the block
+    ar_loss_alpha: float = 1.0              # weight of the DIFFUSION term: loss = alpha * D + AR (the reference's meaning)
+    def __post_init__(self): _need_mask(self.mask_token_id, 'hybrid'); _check_t(self.t_sampling)
+
+class HybridStrategy:
     "Blockwise late-biased masking (uniform when `block_size=None`) + causal AR co-loss, `ar_loss_alpha` on the diffusion term."
-    name, normalization_mode = 'hybrid', 'noise'
+    name, Settings = 'hybrid', HybridSettings
+    def __init__(self, settings: HybridSettings): self.settings = settings
 
-    def __init__(self, block_size: int = 32, half_life_ratio: float = 0.25, ar_loss_alpha: float = 1.0, **kw):
-        super().__init__(block_size=block_size, **kw)
-        self.half_life_ratio, self.ar_loss_alpha = half_life_ratio, ar_loss_alpha
+    def prepare(self, batch: Batch) -> Noised:
+        s = self.settings
+        if s.block_size is None: return uniform_masking(batch, s.mask_token_id, s.eps, s.t_sampling)
+        gens = row_generators(batch.sample_seeds, 'corruption')
+        return Noised(batch, *corrupt_blockwise(batch.input_ids, batch.loss_mask, s.mask_token_id, s.block_size, s.eps,
+                                                s.half_life_ratio, gens))
 
-    def apply_corruption(self, batch: dict, gens) -> dict:
-        if self.block_size is None: return super().apply_corruption(batch, gens)   # the reference: no blocks -> uniform
-        batch['noisy_input_ids'], batch['noise_mask'], batch['p_mask'] = corrupt_blockwise(
-            batch['input_ids'], batch['loss_mask'], self.mask_token_id, self.block_size, self.eps,
-            self.half_life_ratio, gens)
-        return batch
+    def denominators(self, stages: list[Noised]) -> Counts:
+        "Corrupted supervised tokens, and supervised next-token targets (positions >= 1)."
+        return Counts(sum(count_noise(s.noise_mask, s.batch.loss_mask) for s in stages),
+                      sum(count_tokens(s.batch.loss_mask[:, 1:]) for s in stages))
 
-    def loss_denominators(self, batches: list[dict]) -> tuple[Tensor, Tensor]:
-        "Global-to-be counts: corrupted supervised tokens, and supervised next-token targets (positions >= 1)."
-        num_noise = sum(count_noise(b['noise_mask'], b['loss_mask']) for b in batches)
-        return num_noise, sum(count_tokens(b['loss_mask'][:, 1:]) for b in batches)
-
-    def loss(self, model, batch: dict, num_diffusion, num_ar) -> LossParts:
-        logits = _logits(model(input_ids=batch['noisy_input_ids'], attention_mask=batch['attention_mask']))
-        ar_logits = _logits(model(input_ids=batch['input_ids'], attention_mask=batch['attention_mask'], causal=True))
-        return hybrid_loss(logits, batch['input_ids'], batch['noise_mask'], batch['loss_mask'], batch['p_mask'],
-                           num_diffusion, num_ar, self.ar_loss_alpha, ar_logits=ar_logits)
+    def loss(self, model, stage: Noised, counts: Counts) -> LossParts:
+        b = stage.batch
+        logits = model(input_ids=stage.noisy_ids, attention_mask=b.attention_mask).logits
+        ar_logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask, causal=True).logits
+        return hybrid_loss(logits, b.input_ids, stage.noise_mask, b.loss_mask, stage.p_mask, counts.diffusion, counts.ar,
+                           self.settings.ar_loss_alpha, ar_logits=ar_logits)
 
 # %% ../nbs/08_strategies.ipynb
-class BlockDiffusionStrategy(Strategy):
-    "Encoder/canvas block diffusion: uniform-random corruption, one scored block, encoder AR co-loss, self-conditioning."
-    name, normalization_mode, needs_mask_token = 'block_diffusion', 'supervised', False
+@dataclass(frozen=True)
+class BlockDiffusionSettings:
+    "Settings of `block_diffusion` (from `dllm.*`)."
+    vocab_size: Optional[int] = None        # corrupted tokens are drawn uniformly from [0, vocab_size) (required)
+    block_size: int = 4                     # canvas block length
+    eps: float = 1e-3                       # smallest corruption level
+    t_sampling: str = 'iid'                 # how t is drawn across the batch
+    sliding_window: Optional[int] = None    # encoder keys visible before each block start; None = all
+    self_conditioning: bool = True          # flip per-example self-conditioning coins (the model must have the module)
+    self_cond_prob: float = 0.5             # probability that an example is self-conditioned in a training step
+    encoder_loss_weight: float = 1.0        # weight of the encoder's next-token loss (0 = no AR co-loss)
+    scored_blocks: str = 'one'              # 'one' scored block per example (the reference) or 'all'
+    pad_token_id: int = 0                   # canvas fill past each response
+    def __post_init__(self):
+        if self.vocab_size is None: raise ValueError("block_diffusion corrupts with random tokens: pass vocab_size.")
+        if self.scored_blocks not in SCORED_BLOCKS: raise ValueError(f"scored_blocks={self.scored_blocks!r}; use one of {SCORED_BLOCKS}")
+        _check_t(self.t_sampling)
 
-    def __init__(self, block_size: int = 4, sliding_window: int | None = None, self_conditioning: bool = True,
-                 self_cond_prob: float = 0.5, encoder_loss_weight: float = 1.0, scored_blocks: str = 'one', **kw):
-        if kw.get('vocab_size') is None: raise ValueError("block_diffusion corrupts with random tokens: pass vocab_size.")
-        if kw.get('mask_token_id') is None: kw['mask_token_id'] = -1        # unused: a dummy for generic code paths
-        super().__init__(block_size=block_size, **kw)
-        if scored_blocks not in SCORED_BLOCKS: raise ValueError(f"scored_blocks={scored_blocks!r}; use one of {SCORED_BLOCKS}")
-        self.sliding_window, self.self_conditioning, self.scored_blocks = sliding_window, self_conditioning, scored_blocks
-        self.self_cond_prob, self.encoder_loss_weight = self_cond_prob, encoder_loss_weight
-
-    def apply_corruption(self, batch: dict, gens) -> dict:
-        batch['noisy_input_ids'], batch['noise_mask'], batch['p_mask'] = corrupt_uniform_random(
-            batch['input_ids'], batch['loss_mask'], self.vocab_size, self.eps, gens, t=self.sample_t(batch, gens))
-        return batch
+class BlockDiffusionStrategy:
+    "Encoder/canvas block diffusion: uniform-random corruption, scored block(s), encoder AR co-loss, self-conditioning."
+    name, Settings = 'block_diffusion', BlockDiffusionSettings
+    def __init__(self, settings: BlockDiffusionSettings): self.settings = settings
 
     def self_cond_coins(self, sample_seeds: Tensor) -> Tensor:
         "Per-example `[B]` bool coins `U_b < self_cond_prob`, each from the example's own `self_cond` stream."
         u = rand_rows((len(sample_seeds), 1), row_generators(sample_seeds, 'self_cond'))[:, 0]
-        return (u < self.self_cond_prob) & self.self_conditioning
+        return (u < self.settings.self_cond_prob) & self.settings.self_conditioning
 
-    def prepare_batch(self, batch: dict, sample_seeds: Tensor) -> dict:
-        batch = super().prepare_batch(batch, sample_seeds)
-        batch['window'] = build_response_window(
-            batch['input_ids'], batch['noisy_input_ids'], batch['noise_mask'], batch['loss_mask'], batch['p_mask'],
-            batch['attention_mask'], self.block_size, sample_seeds, self.sliding_window, self.pad_token_id,
-            self.scored_blocks)
-        batch['self_cond'] = self.self_cond_coins(sample_seeds).to(batch['input_ids'].device)
-        return batch
+    def prepare(self, batch: Batch) -> Windowed:
+        "Corrupt with random tokens, cut the response window once (its loss mask is the denominator's), flip the coins."
+        s, b = self.settings, batch
+        gens = row_generators(b.sample_seeds, 'corruption')
+        n = Noised(b, *corrupt_uniform_random(b.input_ids, b.loss_mask, s.vocab_size, s.eps, gens, t=batch_t(b, gens, s.t_sampling)))
+        w = build_response_window(b.input_ids, n.noisy_ids, n.noise_mask, b.loss_mask, n.p_mask, b.attention_mask,
+                                  s.block_size, b.sample_seeds, s.sliding_window, s.pad_token_id, s.scored_blocks)
+        return Windowed(n, w, self.self_cond_coins(b.sample_seeds).to(b.input_ids.device))
 
-    def augment_batch_for_model(self, batch: dict) -> dict:
-        w = batch['window']
-        return dict(canvas_ids=w.canvas_ids, encoder_mask=w.encoder_mask, decoder_mask=w.decoder_mask,
-                    decoder_position_ids=w.decoder_position_ids, do_self_conditioning=batch['self_cond'])
-
-    def loss_denominators(self, batches: list[dict]) -> tuple[Tensor, Tensor]:
+    def denominators(self, stages: list[Windowed]) -> Counts:
         "Scored canvas tokens (the final window loss mask), and valid encoder next-token pairs."
-        return (sum(count_tokens(b['window'].loss_mask) for b in batches),
-                sum(ar_pair_count(b['attention_mask']) for b in batches))
+        return Counts(sum(count_tokens(s.window.loss_mask) for s in stages),
+                      sum(ar_pair_count(s.batch.attention_mask) for s in stages))
 
-    def loss(self, model, batch: dict, num_diffusion, num_ar) -> LossParts:
-        w, out = batch['window'], model(input_ids=batch['input_ids'], **self.augment_batch_for_model(batch))
-        enc = getattr(out, 'encoder_logits', None) if self.encoder_loss_weight else None
-        return block_diffusion_loss(out.logits, w.target_ids, w.loss_mask, num_diffusion, enc_logits=enc,
-                                    enc_input_ids=batch['input_ids'], enc_pair_mask=ar_pair_mask(batch['attention_mask']),
-                                    num_ar=num_ar, encoder_loss_weight=self.encoder_loss_weight)
+    def loss(self, model, stage: Windowed, counts: Counts) -> LossParts:
+        w, b, wt = stage.window, stage.batch, self.settings.encoder_loss_weight
+        out = model(**stage.model_inputs())
+        return block_diffusion_loss(out.logits, w.target_ids, w.loss_mask, counts.diffusion,
+                                    enc_logits=out.encoder_logits if wt else None, enc_input_ids=b.input_ids,
+                                    enc_pair_mask=ar_pair_mask(b.attention_mask), num_ar=counts.ar, encoder_loss_weight=wt)
 
 # %% ../nbs/08_strategies.ipynb
-STRATEGIES: dict[str, type[Strategy]] = {}
+STRATEGIES: dict[str, type] = {}
 
-def register_strategy(cls: type[Strategy]) -> type[Strategy]:
-    "Class decorator: make a `Strategy` subclass available to `get_strategy` under `cls.name`."
+def register_strategy(cls: type) -> type:
+    "Class decorator: make a strategy class available to `get_strategy` under `cls.name`."
+    missing = [a for a in ('name', 'Settings', 'prepare', 'denominators', 'loss') if not hasattr(cls, a)]
+    if missing: raise TypeError(f"{cls.__name__} is not a Strategy: it lacks {missing}.")
     STRATEGIES[cls.name] = cls
     return cls
 
 for _c in (MDLMStrategy, HybridStrategy, BlockDiffusionStrategy): register_strategy(_c)
 
-def _accepted(cls) -> set[str]:
-    "Constructor argument names of `cls` and its bases."
-    return {p for c in cls.__mro__ if '__init__' in vars(c) for p in inspect.signature(c.__init__).parameters} - {'self', 'kw'}
-
 def get_strategy(mode: str, **settings) -> Strategy:
-    "The strategy for `mode` (`'mdlm'`, `'hybrid'`, `'block_diffusion'`, or a registered one)."
-    if mode not in STRATEGIES:
-        raise ValueError(f"unknown dllm mode {mode!r}; known modes: {sorted(STRATEGIES)}")
-    cls = STRATEGIES[mode]  # settings another mode uses are not this one's business (the config validator checks them)
-    return cls(**{k: v for k, v in settings.items() if k in _accepted(cls)})
+    "The strategy for `mode` (`'mdlm'`, `'hybrid'`, `'block_diffusion'`, or a registered one) built from `settings`."
+    if mode not in STRATEGIES: raise ValueError(f"unknown dllm mode {mode!r}; known modes: {sorted(STRATEGIES)}")
+    cls = STRATEGIES[mode]
+    return cls(make_settings(cls.Settings, mode, settings))
+
+def settings_from_config(cfg, mask_token_id: int | None, vocab_size: int, pad_token_id: int) -> dict:
+    "The settings of `cfg.dllm.mode` read from the run's config (`dllm.*`, `idlm.*`, `dflash.*`)."
+    d, m = cfg.dllm, cfg.dllm.mode
+    common = dict(eps=d.eps, t_sampling=d.t_sampling)
+    if m == 'mdlm': return dict(mask_token_id=mask_token_id, ar_warmup_steps=d.ar_warmup_steps,
+                                ar_loss_weight=d.ar_loss_weight, **common)
+    if m == 'hybrid': return dict(mask_token_id=mask_token_id, block_size=d.block_size, half_life_ratio=d.half_life_ratio,
+                                  ar_loss_alpha=d.ar_loss_alpha, **common)
+    if m == 'block_diffusion':
+        return dict(vocab_size=vocab_size, block_size=d.block_size, sliding_window=d.sliding_window, pad_token_id=pad_token_id,
+                    self_conditioning=d.self_conditioning, self_cond_prob=d.self_cond_prob,
+                    encoder_loss_weight=d.encoder_loss_weight, scored_blocks=d.scored_blocks, **common)
+    if m == 'idlm': return dict(mask_token_id=mask_token_id, vocab_size=vocab_size, block_size=cfg.idlm.block_size,
+                                clean_loss_weight=cfg.idlm.clean_loss_weight, auto_balance=cfg.idlm.auto_balance)
+    if m == 'dflash': return dict(block_size=cfg.dflash.block_size, num_blocks_per_sample=cfg.dflash.num_blocks_per_sample,
+                                  anchor_sampling=cfg.dflash.anchor_sampling, loss_gamma=cfg.dflash.loss_gamma)
+    raise ValueError(f"no config mapping for dllm.mode={m!r}; call get_strategy({m!r}, **settings) directly.")

@@ -125,7 +125,8 @@ def report_builtin(model, tokenizer, cfg, n: int = 100) -> dict:
 
 # %% ../nbs/11_train.ipynb
 def _run(cfg, args, dist_info, tic) -> int:
-    from dllm_nb.trainer import NonFiniteError, Trainer, finite_checkpoints, weights_finite
+    from dllm_nb.checkpoint import finite_checkpoints, weights_finite
+    from dllm_nb.trainer import NonFiniteError, Trainer
     trainer = Trainer(cfg, dist_info)
     if dist_info.is_main:
         Path(cfg.output_dir).mkdir(parents=True, exist_ok=True); save_config(cfg, Path(cfg.output_dir) / 'config.yaml')
@@ -148,7 +149,7 @@ def _run(cfg, args, dist_info, tic) -> int:
     return 0
 
 def _interrupted(cfg, argv) -> str:
-    from dllm_nb.trainer import finite_checkpoints
+    from dllm_nb.checkpoint import finite_checkpoints
     ck = finite_checkpoints(cfg.output_dir)
     where = f"last complete checkpoint: {ck[-1]}" if ck else "no complete checkpoint yet (a resume starts fresh)"
     return f"interrupted; {where}; resume with: {resume_command(argv)}"

@@ -16,7 +16,7 @@ from .corruption import (sample_t, corrupt_uniform, corrupt_blockwise, corrupt_u
 from .data import load_tokenizer, builtin_examples, tokenize_example
 
 # %% auto 0
-__all__ = ['Segment', 'STRATEGIES', 'key_runs', 'describe_keys', 'MaskState', 'draw_mask_state', 'mask_explorer', 'as_tokenized',
+__all__ = ['Segment', 'CORRUPTIONS', 'key_runs', 'describe_keys', 'MaskState', 'draw_mask_state', 'mask_explorer', 'as_tokenized',
            'plot_corruption_strip', 'CorruptionState', 'draw_corruption_state', 'corruption_explorer',
            'TrajectoryState', 'draw_trajectory_state', 'trajectory_player']
 
@@ -139,7 +139,7 @@ def mask_explorer(n_examples: int = 3, max_len: int = 12):
     return box
 
 # %% ../nbs/14_widgets.ipynb
-STRATEGIES = ('uniform', 'blockwise', 'uniform_random', 'all_masked')
+CORRUPTIONS = ('uniform', 'blockwise', 'uniform_random', 'all_masked')
 
 @lru_cache(maxsize=1)
 def _default_tokenizer(): return load_tokenizer()
@@ -150,16 +150,16 @@ def as_tokenized(example=None, tokenizer=None) -> dict:
     if 'input_ids' in example: return example
     return tokenize_example(example, tokenizer or _default_tokenizer())
 
-def _corrupt(strategy, x0, loss_mask, tokenizer, t, eps, block_size, seed):
+def _corrupt(corruption, x0, loss_mask, tokenizer, t, eps, block_size, seed):
     "One kernel on a `[1, T]` row, seeded per example; returns `(xt, noise_mask, p_mask, t used or None)`."
     gens = row_generators([seed], 'corruption')
     mask_id = tokenizer.mask_token_id
-    if strategy == 'all_masked': return (*corrupt_all_masked(x0, loss_mask, mask_id), None)
-    if strategy == 'blockwise':
+    if corruption == 'all_masked': return (*corrupt_all_masked(x0, loss_mask, mask_id), None)
+    if corruption == 'blockwise':
         m = None if t is None else torch.tensor([float(t)])
         return (*corrupt_blockwise(x0, loss_mask, mask_id, block_size, eps, generator=gens, m=m), t)
     t = sample_t(1, gens) if t is None else torch.tensor([float(t)])     # the kernel's own first draw
-    if strategy == 'uniform': return (*corrupt_uniform(x0, loss_mask, mask_id, eps, generator=gens, t=t), t.item())
+    if corruption == 'uniform': return (*corrupt_uniform(x0, loss_mask, mask_id, eps, generator=gens, t=t), t.item())
     return (*corrupt_uniform_random(x0, loss_mask, len(tokenizer), eps, generator=gens, t=t), t.item())
 
 # %% ../nbs/14_widgets.ipynb
@@ -191,30 +191,30 @@ class CorruptionState:
     text: str
     ax: object = field(default=None, repr=False)
 
-def _summary(strategy, t, drawn, eps, noise_mask, p_mask, loss_mask, block_size) -> str:
+def _summary(corruption, t, drawn, eps, noise_mask, p_mask, loss_mask, block_size) -> str:
     n, k, how = int(loss_mask.sum()), int(noise_mask.sum()), ' (drawn)' if drawn else ''
-    if strategy == 'uniform': level = f"t = {t:.3f}{how}, p = (1-eps) t + eps = {p_mask[0]:.3f}"
-    elif strategy == 'uniform_random': level = f"t = {t:.3f}{how}, random tokens, p_mask = 1"
-    elif strategy == 'blockwise':
+    if corruption == 'uniform': level = f"t = {t:.3f}{how}, p = (1-eps) t + eps = {p_mask[0]:.3f}"
+    elif corruption == 'uniform_random': level = f"t = {t:.3f}{how}, random tokens, p_mask = 1"
+    elif corruption == 'blockwise':
         level = (f"m = {t:.2f} in every block of {block_size}" if t is not None else
                  f"levels m drawn per block of {block_size} = {[round(v, 2) for v in p_mask[::block_size].tolist()]}")
     else: level = "every supervised token, p_mask = 1"
-    return f"{strategy}, eps={eps:g}: {level}; corrupted {k} of {n} supervised tokens"
+    return f"{corruption}, eps={eps:g}: {level}; corrupted {k} of {n} supervised tokens"
 
 # %% ../nbs/14_widgets.ipynb
-def draw_corruption_state(t: Optional[float] = 0.5, eps: float = 1e-3, strategy: str = 'uniform', block_size: int = 4,
+def draw_corruption_state(t: Optional[float] = 0.5, eps: float = 1e-3, corruption: str = 'uniform', block_size: int = 4,
                           seed: int = 0, tokenizer=None, example=None, width: int = 16, ax=None) -> CorruptionState:
-    "Corrupt one example with `strategy` (one of `STRATEGIES`), draw its token strip and describe it."
-    if strategy not in STRATEGIES: raise ValueError(f"unknown strategy {strategy!r}; known: {list(STRATEGIES)}")
+    "Corrupt one example with `corruption` (one of `CORRUPTIONS`), draw its token strip and describe it."
+    if corruption not in CORRUPTIONS: raise ValueError(f"unknown corruption {corruption!r}; known: {list(CORRUPTIONS)}")
     tokenizer = tokenizer or _default_tokenizer()
     ex = as_tokenized(example, tokenizer)
     x0, loss_mask = torch.tensor([ex['input_ids']]), torch.tensor([ex['loss_mask']])          # [1, T]
-    xt, noise_mask, p_mask, t_used = _corrupt(strategy, x0, loss_mask, tokenizer, t, eps, block_size, seed)
+    xt, noise_mask, p_mask, t_used = _corrupt(corruption, x0, loss_mask, tokenizer, t, eps, block_size, seed)
     xt, noise_mask, p_mask, loss_mask = xt[0], noise_mask[0], p_mask[0], loss_mask[0].bool()
-    text = (_summary(strategy, t_used, t is None, eps, noise_mask, p_mask, loss_mask, block_size) + '\n'
+    text = (_summary(corruption, t_used, t is None, eps, noise_mask, p_mask, loss_mask, block_size) + '\n'
             + tokenizer.decode(xt.tolist()))
     ax = plot_corruption_strip(x0[0], xt, noise_mask, loss_mask, tokenizer, tokenizer.mask_token_id,
-                               block_size if strategy == 'blockwise' else None, width, ax)
+                               block_size if corruption == 'blockwise' else None, width, ax)
     return CorruptionState(x0[0], xt, noise_mask, p_mask, loss_mask, text, ax)
 
 # %% ../nbs/14_widgets.ipynb
@@ -226,13 +226,13 @@ def corruption_explorer(tokenizer=None, example=None):
     c = dict(t=W.FloatSlider(value=.5, min=0, max=1, step=.01, description='t'),
              draw_t=W.Checkbox(False, description='draw t from seed'),
              eps=W.FloatSlider(value=1e-3, min=0, max=.5, step=1e-3, readout_format='.3f', description='eps'),
-             strategy=W.Dropdown(options=STRATEGIES, value='uniform', description='strategy'),
+             corruption=W.Dropdown(options=CORRUPTIONS, value='uniform', description='corruption'),
              block_size=W.IntSlider(value=4, min=1, max=16, description='block size'),
              seed=W.IntSlider(value=0, min=0, max=99, description='seed'))
     def draw(t, draw_t, **kw): return draw_corruption_state(None if draw_t else t, tokenizer=tokenizer, example=ex, **kw)
     box = W.VBox(); box.controls = c
     out = W.interactive_output(_redraw(draw, box), c)
-    box.children = [W.HBox([W.VBox([c['strategy'], c['t'], c['draw_t']]), W.VBox([c['eps'], c['block_size'], c['seed']])]),
+    box.children = [W.HBox([W.VBox([c['corruption'], c['t'], c['draw_t']]), W.VBox([c['eps'], c['block_size'], c['seed']])]),
                     out]
     return box
 

@@ -6,39 +6,40 @@
 from __future__ import annotations
 from dataclasses import dataclass, fields
 import torch
+from .collate import first_supervised
 from .core import cdiv, rand_rows, row_generators
-from .masks import build_batched_block_mask, build_encoder_mask
+from .masks import DecoderMask, EncoderMask
 
 # %% auto 0
 __all__ = ['SCORED_BLOCKS', 'response_span', 'select_blocks', 'ResponseWindow', 'build_response_window', 'plot_window']
 
 # %% ../nbs/06_window.ipynb
 def response_span(loss_mask: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    "`(prefix_len [B], resp_len [B])`: first supervised index, and the attended length from there (right-padded rows)."
-    sup, content = loss_mask.bool(), attention_mask.long().sum(1)
-    prefix_len = torch.where(sup.any(1), sup.long().argmax(1), content)
+    "`(prefix_len [B], response_len [B])`: first supervised index, and the attended length from there (right-padded rows)."
+    first, content = first_supervised(loss_mask.bool()), attention_mask.long().sum(1)
+    prefix_len = torch.where(first >= 0, first, content)
     return prefix_len, (content - prefix_len).clamp(min=0)
 
 # %% ../nbs/06_window.ipynb
-def select_blocks(resp_len: torch.Tensor, block_size: int, sample_seeds: torch.Tensor) -> torch.Tensor:
+def select_blocks(response_len: torch.Tensor, block_size: int, sample_seeds: torch.Tensor) -> torch.Tensor:
     "The scored block of each example, `floor(U_b * num_blocks_b)` with `U_b` from its own seed (0 when empty)."
-    num_blocks = cdiv(resp_len, block_size)
-    u = rand_rows((len(resp_len), 1), row_generators(sample_seeds, 'block_select'))[:, 0].to(resp_len.device)
+    num_blocks = cdiv(response_len, block_size)
+    u = rand_rows((len(response_len), 1), row_generators(sample_seeds, 'block_select'))[:, 0].to(response_len.device)
     return torch.minimum((u * num_blocks).floor().long(), (num_blocks - 1).clamp(min=0))
 
 # %% ../nbs/06_window.ipynb
-@dataclass
+@dataclass(frozen=True)
 class ResponseWindow:
     "The block-diffusion view of a batch. Canvas tensors are `[B, R]`; masks as in `dllm_nb.masks`."
-    canvas_ids: torch.Tensor            # [B,R] noisy response tokens (pad_id past resp_len)
+    canvas_ids: torch.Tensor            # [B,R] noisy response tokens (pad_id past response_len)
     target_ids: torch.Tensor            # [B,R] clean response tokens
     noise_mask: torch.Tensor            # [B,R] 1 where the corruption changed the token
     loss_mask: torch.Tensor             # [B,R] final loss support: supervised tokens of the scored block(s)
     p_mask: torch.Tensor                # [B,R] corruption probability (1 for uniform-random corruption)
     supervised: torch.Tensor            # [B,R] every supervised canvas token (all blocks)
     decoder_position_ids: torch.Tensor  # [B,R] absolute positions prefix_len + j
-    decoder_mask: torch.Tensor          # [B,1,R,S+R] canvas queries over [encoder ; canvas]
-    encoder_mask: torch.Tensor          # [B,1,S,S] causal clean-sequence mask
+    decoder_mask: DecoderMask           # [B,1,R,S+R] canvas queries over [encoder ; canvas] (the model builds it)
+    encoder_mask: EncoderMask           # [B,1,S,S] causal clean-sequence mask (the model builds it)
     prefix_len: torch.Tensor            # [B]
     response_len: torch.Tensor          # [B]
     selected_block: torch.Tensor        # [B] (the draw; with scored_blocks='all' every block is scored)
@@ -73,8 +74,8 @@ def build_response_window(input_ids, noisy_ids, noise_mask, loss_mask, p_mask, a
         noise_mask=_gather_rows(noise_mask, idx, valid), p_mask=_gather_rows(p_mask, idx, valid, 1),
         loss_mask=scored.long(), supervised=sup.long(),
         decoder_position_ids=prefix_len[:, None] + j[None],
-        decoder_mask=build_batched_block_mask(prefix_len, resp_len, S, block_size, sliding_window),
-        encoder_mask=build_encoder_mask(attention_mask, sliding_window),
+        decoder_mask=DecoderMask(prefix_len, resp_len, S, block_size, sliding_window),   # dense for SDPA, a BlockMask
+        encoder_mask=EncoderMask(attention_mask, sliding_window),                       # for Flex: the model decides
         prefix_len=prefix_len, response_len=resp_len, selected_block=sel)
 
 # %% ../nbs/06_window.ipynb

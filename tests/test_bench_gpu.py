@@ -26,3 +26,17 @@ def test_step_flops_formula():
     # one grad pass of 10 tokens over 5 keys: 10 * (6N + 12 L d K); one no-grad pass: 10 * (2N + 4 L d K)
     assert step_flops(100, 2, 8, [(10, 5, True)]) == 10 * (600 + 12 * 2 * 8 * 5)
     assert step_flops(100, 2, 8, [(10, 5, False)]) == 10 * (200 + 4 * 2 * 8 * 5)
+
+
+def test_gpu_bench_flex_smoke(tmp_path):
+    "Part `flex` on the CPU (forward only there): all three mask paths give the sdpa loss; Flex holds far less mask."
+    out = tmp_path / 'gpu.json'
+    r = subprocess.run([sys.executable, str(ROOT / 'bench' / 'gpu.py'), '--smoke', '--only', 'flex', '--out', str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    rows = json.loads(out.read_text())['flex']
+    assert {(x['S'], x['path']) for x in rows} == {(S, p) for S in (64, 128) for p in ('sdpa', 'flex_dense', 'flex')}
+    assert all('error' not in x and x['loss_diff_vs_sdpa'] < 1e-4 for x in rows), rows
+    for S in (64, 128):
+        kib = {x['path']: x['mask_kib'] for x in rows if x['S'] == S}
+        assert kib['flex'] * 20 < kib['sdpa'] < kib['flex_dense'], kib     # flex_dense holds the dense mask and a BlockMask

@@ -175,4 +175,4 @@ def test_mdlm_ar_loss_weight_reaches_the_strategy():
     for path, overrides, want in ((None, ['dllm.mode=mdlm'], 0.0), (None, ['dllm.mode=mdlm', 'dllm.ar_loss_weight=0.25'], 0.25),
                                   ('configs/mdlm_cpu.yaml', [], 1.0)):
         strategy = build_strategy(load_config(path, overrides, world_size=1), tok, 2, len(tok))
-        assert strategy.ar_loss_weight == want, (path, overrides, strategy.ar_loss_weight)
+        assert strategy.settings.ar_loss_weight == want, (path, overrides, strategy.settings)

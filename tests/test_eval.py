@@ -51,7 +51,7 @@ def _two_token_exact(model, ids):
     "Closed form of the MDLM bound for a 2-token response at positions 1, 2 (see the notebook)."
     x = torch.tensor([ids])
     with torch.no_grad():
-        ce = lambda inp: F.cross_entropy(model(torch.tensor([inp]))[0], x[0], reduction='none')
+        ce = lambda inp: F.cross_entropy(model(torch.tensor([inp])).logits[0], x[0], reduction='none')
         a = ce([ids[0], MASK, MASK])[1:].sum()
         b = ce([ids[0], MASK, ids[2]])[1] + ce([ids[0], ids[1], MASK])[2]
     return ((a + b) / 2).item()
@@ -108,7 +108,7 @@ def test_one_step_bound_matches_enumeration_through_sampler_cache():
 
 def test_block_diffusion_losses_rejects_multi_run():
     m = BlockDiffusionLM(build_backbone(tiny_config(vocab_size=8, hidden_size=32))).eval()
-    with pytest.raises(ValueError, match='example 1: .*contiguous'):
+    with pytest.raises(ValueError, match='one contiguous supervised run per example, but batch row 1'):
         block_diffusion_losses(m, torch.ones(2, 6, dtype=torch.long), torch.tensor([[0, 1, 1, 0, 0, 0], [0, 1, 0, 1, 0, 0]]), 2)
 
 

@@ -203,7 +203,8 @@ def nan_after(monkeypatch, k: int):
 
 
 def test_nonfinite_steps_skipped_then_stop(tmp_path, monkeypatch):
-    from dllm_nb.trainer import NonFiniteError, Trainer, list_checkpoints
+    from dllm_nb.checkpoint import list_checkpoints
+    from dllm_nb.trainer import NonFiniteError, Trainer
     nan_after(monkeypatch, 2)
     tr = Trainer(cfg_of(tmp_path, 'train.max_bad_steps=3', 'train.save_every=1', 'train.keep_last=1'), quiet=True)
     with pytest.raises(NonFiniteError, match=r'stopped at step 5: loss or gradient norm NaN/inf for 3 steps in a row '
@@ -225,7 +226,7 @@ def test_skipped_step_changes_no_weight(tmp_path, monkeypatch):
 
 
 def test_last_finite_checkpoint_never_pruned(tmp_path):
-    from dllm_nb.trainer import list_checkpoints, save_checkpoint
+    from dllm_nb.checkpoint import list_checkpoints, save_checkpoint
     m = torch.nn.Linear(2, 2); opt = torch.optim.SGD(m.parameters(), lr=0.1)
     save_checkpoint(tmp_path, 1, m, opt, {}, keep_last=1)
     for s in (2, 3): save_checkpoint(tmp_path, s, m, opt, {}, keep_last=1, finite=False)
@@ -246,7 +247,8 @@ def test_cli_never_exports_nonfinite_model(tmp_path, monkeypatch, capsys):
 
 def test_reused_output_dir_refused_unless_resume_or_overwrite(tmp_path, capsys):
     from dllm_nb.config import ConfigError
-    from dllm_nb.trainer import Trainer, list_checkpoints, preflight
+    from dllm_nb.checkpoint import list_checkpoints
+    from dllm_nb.trainer import Trainer, preflight
     Trainer(cfg_of(tmp_path, 'train.max_steps=2'), quiet=True).fit()
     with pytest.raises(ConfigError, match=r"already holds a run \(ckpt-0000002, .*\); resume it with train.resume=auto, "
                                           r"choose a new output_dir, or set train.overwrite=true"):
@@ -269,7 +271,8 @@ def test_resume_refuses_config_changes_that_break_exactness(tmp_path):
 
 
 def test_corrupt_latest_checkpoint_falls_back(tmp_path, capsys):
-    from dllm_nb.trainer import Trainer, read_metrics
+    from dllm_nb.metrics import read_metrics
+    from dllm_nb.trainer import Trainer
     full = Trainer(cfg_of(tmp_path / 'a'), quiet=True).fit()
     Trainer(cfg_of(tmp_path / 'b'), quiet=True).fit(stop_at=4)
     shard = next((tmp_path / 'b' / 'ckpt-0000004').glob('*.distcp'))
@@ -322,7 +325,7 @@ def test_validation_same_examples_any_world_size(tmp_path):
     from dllm_nb.trainer import Trainer, validate
     over = [*TINY, f'output_dir={tmp_path}', 'data.val_size=10', 'train.eval_batches=2', 'train.dist_timeout_s=77']
     tr = Trainer(cfg_of(tmp_path, *over[len(TINY) + 1:]), quiet=True)                     # 1 process: here
-    (tmp_path / '1.json').write_text(json.dumps(validate(tr.model, tr.strategy, *tr.val_batches())))
+    (tmp_path / '1.json').write_text(json.dumps(validate(tr.model, tr.strategy, tr.val_batches())))
     script = str(ROOT / 'tests' / 'scripts' / 'val_world.py')
     r = cli(['-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2', script, str(tmp_path / '2.json'), *over], timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]

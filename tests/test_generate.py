@@ -231,3 +231,26 @@ def test_cli_end_to_end(cls, tmp_path):
 def test_cli_rejects_non_checkpoint(tmp_path):
     r = _run('-m', 'dllm_nb.generate', '--checkpoint', str(tmp_path), '--prompt', 'Hi')
     assert r.returncode != 0 and 'not a dllm_nb checkpoint' in r.stderr
+
+
+@pytest.mark.parametrize('use_cache', [True, False])
+def test_finished_rows_leave_the_batch(use_cache):
+    "A row that wrote EOS is not computed again (later passes carry fewer rows); every row's tokens are as if alone."
+    prompts, kw = [[5, 6, 7], [9, 10], [11]], dict(max_blocks=4, block_size=4, steps_per_block=4, temperature=1.0,
+                                                   use_cache=use_cache)
+    for s in range(30):                       # seeds where row 0 writes a token in block 1 that row 1 avoids in blocks 1-2
+        seeds = [s, s + 1, s + 2]
+        free = generate_block_diffusion(BD, prompts, **kw, seeds=seeds)          # no EOS: every row writes 4 blocks
+        eos = next((t for t in free.canvas[0, :4].tolist() if t not in free.canvas[1, :8].tolist()), None)
+        if eos is not None: break
+    assert eos is not None
+    rows = []
+    def hook(m, a, k, o): rows.append(len(k['input_ids'] if k.get('input_ids') is not None else k['inputs_embeds']))
+    h = BD.backbone.base_model.register_forward_hook(hook, with_kwargs=True)
+    try: out = generate_block_diffusion(BD, prompts, **kw, seeds=seeds, eos_token_id=eos)
+    finally: h.remove()
+    for b in range(3):
+        solo = generate_block_diffusion(BD, [prompts[b]], **kw, seeds=[seeds[b]], eos_token_id=eos)
+        assert out.sequences[b] == solo.sequences[0]
+    assert out.sequences[0] == free.canvas[0, :free.canvas[0].tolist().index(eos)].tolist()
+    assert (out.canvas[0, 4:] == eos).all() and rows[0] == 3 and rows[-1] < 3 and out.canvas.shape[1] > 4

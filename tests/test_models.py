@@ -162,7 +162,7 @@ def test_save_load_bit_exact(arch):
         model.save_pretrained(d1); mdlm.save_pretrained(d2)
         back, mback = BlockDiffusionLM.from_pretrained(d1).eval(), MaskedDiffusionLM.from_pretrained(d2).eval()
         assert torch.equal(back(**batch, prev_logits=prev).logits, model(**batch, prev_logits=prev).logits)
-        assert torch.equal(mback(x, am), mdlm(x, am))
+        assert torch.equal(mback(x, am).logits, mdlm(x, am).logits)
         plain = AutoModelForCausalLM.from_pretrained(d1)         # loads without dllm_nb's extra files
         for k, v in model.backbone.state_dict().items(): assert torch.equal(plain.state_dict()[k], v), k
         with pytest.raises(ValueError, match='MaskedDiffusionLM'): BlockDiffusionLM.from_pretrained(d2)
@@ -174,8 +174,8 @@ def test_mdlm_bidirectional_vs_causal(arch):
     mdlm = MaskedDiffusionLM(build_backbone(tiny_config(arch, vocab_size=V, hidden_size=32))).eval()
     x = torch.randint(0, V, (2, 8)); y = x.clone(); y[:, 6] = (y[:, 6] + 1) % V
     with torch.no_grad():
-        assert (mdlm(x) - mdlm(y))[:, :6].abs().max() > 1e-3
-        assert torch.equal(mdlm(x, causal=True)[:, :6], mdlm(y, causal=True)[:, :6])
+        assert (mdlm(x).logits - mdlm(y).logits)[:, :6].abs().max() > 1e-3
+        assert torch.equal(mdlm(x, causal=True).logits[:, :6], mdlm(y, causal=True).logits[:, :6])
 
 
 def test_geometry_errors_name_the_field():
@@ -210,4 +210,4 @@ def _flex_matches_sdpa():
             torch.testing.assert_close(got.encoder_logits, want.encoder_logits, atol=1e-5, rtol=0)
         mflex = MaskedDiffusionLM(flex.backbone).eval()
         msdpa = MaskedDiffusionLM(sdpa.backbone).eval()
-        torch.testing.assert_close(mflex(batch['input_ids'], am), msdpa(batch['input_ids'], am), atol=1e-5, rtol=0)
+        torch.testing.assert_close(mflex(batch['input_ids'], am).logits, msdpa(batch['input_ids'], am).logits, atol=1e-5, rtol=0)

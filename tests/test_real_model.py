@@ -128,7 +128,7 @@ def test_bf16_run_takes_a_step_on_cpu(tmp_path):
     tr = Trainer(cfg, quiet=True)
     before = {k: v.detach().clone() for k, v in tr.model.state_dict().items()}
     x = torch.randint(0, 10, (1, 4))
-    with tr.autocast(): assert tr.model(x).dtype == torch.bfloat16           # compute in bf16 ...
+    with tr.autocast(): assert tr.model(x).logits.dtype == torch.bfloat16          # compute in bf16 ...
     recs = tr.fit()
     assert all(p.dtype == torch.float32 for p in tr.model.parameters())       # ... master weights stay fp32
     assert torch.isfinite(torch.tensor(recs[-1]['loss']))

@@ -98,7 +98,7 @@ def test_bf16_autocast_under_ddp_but_not_fsdp():
 def test_resume_check_ignores_other_modes_sections():
     "A block_diffusion run's resume is not refused over idlm.*/dflash.* keys it never reads; its own keys still count."
     from dllm_nb.config import load_config
-    from dllm_nb.trainer import config_changes
+    from dllm_nb.checkpoint import config_changes
     old = load_config('default', world_size=1)
     assert config_changes(old, load_config('default', ['idlm.block_size=3', 'dflash.block_size=4'], world_size=1)) == []
     assert config_changes(old, load_config('default', ['dllm.block_size=8'], world_size=1)) == ['dllm.block_size: 4 -> 8']

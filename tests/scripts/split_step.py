@@ -27,8 +27,7 @@ def run(mode, micro, dist_info, out_dir):
     opt = torch.optim.SGD(tr.model.parameters(), lr=1.0)
     before = {n: full(p.detach()).clone() for n, p in tr.model.named_parameters()}
     mbs = tr.sampler.micro_batches(0)
-    res = train_step(tr.model, tr.strategy, opt, [tr.micro_batch(m) for m in mbs],
-                     [m.seeds(tr.cfg.seed) for m in mbs], dist_info.world_size, grad_clip=None)
+    res = train_step(tr.model, tr.strategy, opt, [tr.micro_batch(m) for m in mbs], dist_info.world_size, grad_clip=None)
     grads = {n: before[n] - full(p.detach()) for n, p in tr.model.named_parameters()}
     return dict(loss=res.loss, num_diffusion=res.num_diffusion, grads=grads)
 

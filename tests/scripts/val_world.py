@@ -12,7 +12,7 @@ out, overrides = sys.argv[1], sys.argv[2:]
 cfg = load_config(None, overrides)
 info = init_distributed(device='cpu', timeout_s=cfg.train.dist_timeout_s)
 tr = Trainer(cfg, info, quiet=True)
-res = validate(tr.model, tr.strategy, *tr.val_batches())
+res = validate(tr.model, tr.strategy, tr.val_batches())
 sig = ctypes.c_int(0)
 ctypes.CDLL(None).prctl(2, ctypes.byref(sig), 0, 0, 0)                 # 2 = PR_GET_PDEATHSIG
 try:                                                                   # private API: best effort

@@ -1,0 +1,49 @@
+"""The trainer's data loader: worker processes change no batch and no number, also across a resume."""
+import torch
+
+from dllm_nb.config import load_config
+from dllm_nb.trainer import Trainer
+
+
+def tiny(out, workers: int, **over):
+    o = ['dllm.mode=mdlm', 'model.hidden_size=32', 'model.num_layers=2', 'model.num_heads=2', 'model.num_kv_heads=1',
+         'data.train_size=40', 'data.val_size=0', 'train.global_batch_size=8', 'train.micro_batch_size=4',
+         'train.max_steps=6', 'train.warmup_steps=1', 'train.eval_every=0', 'train.log_every=1', 'train.save_every=3',
+         f'data.num_workers={workers}', f'output_dir={out}'] + [f'{k}={v}' for k, v in over.items()]
+    return load_config(None, o, world_size=1)
+
+
+def run(cfg, seen: dict, stop_at=None):
+    "Train, recording per step what the loop was handed: (indices, input_ids, seeds, collated in a worker?) per micro-batch."
+    tr = Trainer(cfg, quiet=True)
+    step_fn = tr.fit_step
+    def spy(step, val, bad, bar, mbs):
+        seen[step] = [(m.indices, m.collated['input_ids'].clone(), m.seeds(cfg.seed), m.collated['input_ids'].is_shared())
+                      for m in mbs]
+        return step_fn(step, val, bad, bar, mbs)
+    tr.fit_step = spy
+    return tr, tr.fit(stop_at=stop_at)
+
+
+def test_resume_with_workers_gives_the_same_batches_and_losses(tmp_path):
+    ref, part, resumed = {}, {}, {}
+    _, full = run(tiny(tmp_path / 'full', 0), ref)                                   # uninterrupted, no workers
+    _, first = run(tiny(tmp_path / 'part', 2), part, stop_at=4)                      # 2 workers, "killed" after step 4
+    tr, second = run(tiny(tmp_path / 'part', 2, **{'train.resume': 'auto'}), resumed)  # resumes at the step-3 checkpoint
+    assert tr.num_workers == 2 and sorted(part) == [0, 1, 2, 3] and sorted(resumed) == [3, 4, 5]
+    assert all(w for mbs in [*part.values(), *resumed.values()] for *_, w in mbs)   # collated in worker processes
+    assert not any(w for mbs in ref.values() for *_, w in mbs)
+    for seen in (part, resumed):
+        for step, mbs in seen.items():
+            assert len(mbs) == len(ref[step]) == 2
+            for (i, x, s, _), (i0, x0, s0, _) in zip(mbs, ref[step]):
+                assert i == i0 and torch.equal(x, x0) and torch.equal(s, s0), f'step {step}: another batch'
+    loss = lambda recs: [(r['step'], r['loss'], r['grad_norm']) for r in recs]
+    assert loss(first) == loss(full[:4]) and loss(second) == loss(full[3:])       # exact, not close
+
+
+def test_num_workers_is_checked():
+    import pytest
+    from dllm_nb.config import ConfigError
+    with pytest.raises(ConfigError, match=r'data.num_workers=-1 must be >= 0'): load_config(None, ['data.num_workers=-1'])
+    assert load_config(None, ['data.num_workers=3']).data.num_workers == 3
