@@ -25,9 +25,10 @@ model, mask_id = build_model(cfg, tok, verbose=False)
 model.load_state_dict(torch.load(state)); model.eval()
 
 class Causal(nn.Module):
+    "The model's causal pass as a plain causal LM (for `generate_autoregressive`)."
     def __init__(s, m): super().__init__(); s.m = m
     def forward(s, input_ids, attention_mask):
-        return type('O', (), dict(logits=s.m(input_ids, attention_mask, causal=True)))
+        return s.m(input_ids, attention_mask, causal=True)       # an output with .logits, as generate_autoregressive expects
 
 STEP = re.compile(r'(\d)\+(\d)\+(\d)=(\d\d)')
 def breakdown(samples):

@@ -20,8 +20,9 @@ recs = tr.fit(stop_at=k) if k else []
 torch.save(tr.model.state_dict(), f'{out}/ar.pt'); print('AR phase', k, 'steps', time.perf_counter() - tic, flush=True)
 val, bar = tr.val_batches(), tqdm(disable=True)
 tr.model.train()
-for step in range(k, cfg.train.max_steps):
-    r = tr.fit_step(step, val, 0, bar)
+for mbs in tr.train_loader(k, cfg.train.max_steps):                 # the rest of fit's loop, without checkpoints
+    step = mbs[0].step
+    r = tr.fit_step(step, val, 0, bar, mbs)
     if 'val_loss' in r: print(step + 1, 'val', round(r['val_loss'], 4), 'loss', round(r['loss'], 3), 'gn', round(r['grad_norm'], 2), flush=True)
 torch.save(tr.model.state_dict(), f'{out}/final.pt')
 print('total seconds', time.perf_counter() - tic, flush=True)
