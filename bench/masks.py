@@ -87,8 +87,7 @@ def training_window(B, S, R, block, seed=0):
     lm = ((k >= pl[:, None]) & (am == 1)).long()
     batch = dict(input_ids=torch.randint(4, 1000, (B, S), generator=g) * am, loss_mask=lm, attention_mask=am)
     strat = get_strategy('block_diffusion', vocab_size=1000, block_size=block)
-    if not hasattr(strat, 'prepare'): return strat.prepare_batch(batch, torch.arange(B))['window']   # main's dict API
-    from dllm_nb.stages import Batch                                                                # the typed stages
+    from dllm_nb.stages import Batch
     return strat.prepare(Batch.from_collated(batch, torch.arange(B))).window
 
 

@@ -16,6 +16,7 @@ from torch.nn.attention.flex_attention import create_block_mask
 import dllm_nb.idlm as idlm_mod
 from dllm_nb import masks, models
 from dllm_nb.idlm import IntrospectiveDiffusionLM
+from dllm_nb.stages import Batch
 from dllm_nb.masks import DecoderMask, EncoderMask, block_diffusion_mask_mod, chunked_block_mask, encoder_mask_mod
 from dllm_nb.models import BlockDiffusionLM, MaskedDiffusionLM, build_backbone, tiny_config
 from dllm_nb.strategies import get_strategy
@@ -46,32 +47,20 @@ def pair(wrapper, **kw):
     return sdpa.train(), flex.train()
 
 
-# Written against both strategy APIs, main's dict one (`prepare_batch`, `loss_denominators`, `loss(model, batch, nd, na)`)
-# and the typed stages of issue 14 part 1 (`prepare(Batch)`, `denominators`, `loss(model, stage, counts)`), so it
-# survives whichever lands first; drop the dict branches once the stage API is on main.
-STAGE_API = hasattr(get_strategy('mdlm', mask_token_id=MASK_ID), 'prepare')
-
-
 def prepare(strategy, batch, seeds):
     "The strategy's model input for a collated dict batch."
-    batch = {k: v.clone() for k, v in batch.items()}
-    if not STAGE_API: return strategy.prepare_batch(batch, seeds)
-    from dllm_nb.stages import Batch
-    return strategy.prepare(Batch.from_collated(batch, seeds))
+    return strategy.prepare(Batch.from_collated({k: v.clone() for k, v in batch.items()}, seeds))
 
 
 def training_loss(strategy, model, batch, seeds):
     "One training forward as `train_step` runs it (prepare, the step's denominators, the loss), without backward."
     st = prepare(strategy, batch, seeds)
-    with torch.no_grad():
-        if STAGE_API: return strategy.loss(model, st, strategy.denominators([st]))
-        return strategy.loss(model, st, *strategy.loss_denominators([st]))
+    with torch.no_grad(): return strategy.loss(model, st, strategy.denominators([st]))
 
 
 def bd_inputs(strategy, st) -> dict:
     "`BlockDiffusionLM.forward` keyword arguments of a prepared block-diffusion batch."
-    if STAGE_API: return st.model_inputs()
-    return dict(input_ids=st['input_ids'], **strategy.augment_batch_for_model(st))
+    return st.model_inputs()
 
 
 def _no_dense(*a, **k): raise AssertionError('the Flex training path built a dense mask')
@@ -121,7 +110,7 @@ def test_block_diffusion_flex_training_forward(no_dense_masks, window):
 
 def mdlm_logits(model, strategy, batch, seeds):
     st = prepare(strategy, batch, seeds)
-    ids, am = (st.noisy_ids, st.batch.attention_mask) if STAGE_API else (st['noisy_input_ids'], st['attention_mask'])
+    ids, am = st.noisy_ids, st.batch.attention_mask
     with torch.no_grad(): return model(ids, am).logits
 
 
