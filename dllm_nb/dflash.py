@@ -308,6 +308,11 @@ class DFlashSettings:
     num_blocks_per_sample: int = 8          # anchors (blocks) per row
     anchor_sampling: str = 'independent'    # one of ANCHOR_SAMPLING
     loss_gamma: Optional[float] = None      # decay of the per-position weight; None = the paper's default for block_size
+    @classmethod
+    def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict:
+        f = cfg.dflash
+        return dict(block_size=f.block_size, num_blocks_per_sample=f.num_blocks_per_sample,
+                    anchor_sampling=f.anchor_sampling, loss_gamma=f.loss_gamma)
     def __post_init__(self):
         if self.block_size < 2: raise ValueError(f"dflash block_size={self.block_size} must be >= 2 (an anchor plus drafted tokens)")
         if self.anchor_sampling not in ANCHOR_SAMPLING:

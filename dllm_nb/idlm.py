@@ -123,6 +123,11 @@ class IDLMSettings:
     block_size: int = 1                     # block length of the [x_t | x_0] mask
     clean_loss_weight: float = 0.2          # weight alpha of the clean-copy CE in CE_noisy + alpha * CE_clean
     auto_balance: bool = False              # alpha = detached CE_noisy / CE_clean instead
+    @classmethod
+    def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict:
+        i = cfg.idlm
+        return dict(mask_token_id=mask_token_id, vocab_size=vocab_size, block_size=i.block_size,
+                    clean_loss_weight=i.clean_loss_weight, auto_balance=i.auto_balance)
     def __post_init__(self):
         _need_mask(self.mask_token_id, 'idlm')
         if self.vocab_size is not None and not 0 <= self.mask_token_id < self.vocab_size:

@@ -63,6 +63,11 @@ class MDLMSettings:
     ar_warmup_steps: int = 0                # training steps < this take the causal next-token loss instead
     ar_loss_weight: float = 0.0             # later steps (and validation) add this times the same causal loss (co-loss)
     def __post_init__(self): _need_mask(self.mask_token_id, 'mdlm'); _check_t(self.t_sampling)
+    @classmethod
+    def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict:
+        d = cfg.dllm
+        return dict(mask_token_id=mask_token_id, eps=d.eps, t_sampling=d.t_sampling, ar_warmup_steps=d.ar_warmup_steps,
+                    ar_loss_weight=d.ar_loss_weight)
 
 class MDLMStrategy:
     "Masked diffusion (MDLM / LLaDA): uniform masking, `1/p`-weighted CE; optional causal next-token warm-up phase."
@@ -110,6 +115,11 @@ class HybridSettings:
     half_life_ratio: float = 0.25           # late-position bias of blockwise masking, as a fraction of the block
     ar_loss_alpha: float = 1.0              # weight of the DIFFUSION term: loss = alpha * D + AR (the reference's meaning)
     def __post_init__(self): _need_mask(self.mask_token_id, 'hybrid'); _check_t(self.t_sampling)
+    @classmethod
+    def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict:
+        d = cfg.dllm
+        return dict(mask_token_id=mask_token_id, eps=d.eps, t_sampling=d.t_sampling, block_size=d.block_size,
+                    half_life_ratio=d.half_life_ratio, ar_loss_alpha=d.ar_loss_alpha)
 
 class HybridStrategy:
     "Blockwise late-biased masking (uniform when `block_size=None`) + causal AR co-loss, `ar_loss_alpha` on the diffusion term."
@@ -153,6 +163,12 @@ class BlockDiffusionSettings:
         if self.vocab_size is None: raise ValueError("block_diffusion corrupts with random tokens: pass vocab_size.")
         if self.scored_blocks not in SCORED_BLOCKS: raise ValueError(f"scored_blocks={self.scored_blocks!r}; use one of {SCORED_BLOCKS}")
         _check_t(self.t_sampling)
+    @classmethod
+    def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict:
+        d = cfg.dllm
+        return dict(vocab_size=vocab_size, eps=d.eps, t_sampling=d.t_sampling, block_size=d.block_size,
+                    sliding_window=d.sliding_window, pad_token_id=pad_token_id, self_conditioning=d.self_conditioning,
+                    self_cond_prob=d.self_cond_prob, encoder_loss_weight=d.encoder_loss_weight, scored_blocks=d.scored_blocks)
 
 class BlockDiffusionStrategy:
     "Encoder/canvas block diffusion: uniform-random corruption, scored block(s), encoder AR co-loss, self-conditioning."
@@ -204,19 +220,11 @@ def get_strategy(mode: str, **settings) -> Strategy:
     return cls(make_settings(cls.Settings, mode, settings))
 
 def settings_from_config(cfg, mask_token_id: int | None, vocab_size: int, pad_token_id: int) -> dict:
-    "The settings of `cfg.dllm.mode` read from the run's config (`dllm.*`, `idlm.*`, `dflash.*`)."
-    d, m = cfg.dllm, cfg.dllm.mode
-    common = dict(eps=d.eps, t_sampling=d.t_sampling)
-    if m == 'mdlm': return dict(mask_token_id=mask_token_id, ar_warmup_steps=d.ar_warmup_steps,
-                                ar_loss_weight=d.ar_loss_weight, **common)
-    if m == 'hybrid': return dict(mask_token_id=mask_token_id, block_size=d.block_size, half_life_ratio=d.half_life_ratio,
-                                  ar_loss_alpha=d.ar_loss_alpha, **common)
-    if m == 'block_diffusion':
-        return dict(vocab_size=vocab_size, block_size=d.block_size, sliding_window=d.sliding_window, pad_token_id=pad_token_id,
-                    self_conditioning=d.self_conditioning, self_cond_prob=d.self_cond_prob,
-                    encoder_loss_weight=d.encoder_loss_weight, scored_blocks=d.scored_blocks, **common)
-    if m == 'idlm': return dict(mask_token_id=mask_token_id, vocab_size=vocab_size, block_size=cfg.idlm.block_size,
-                                clean_loss_weight=cfg.idlm.clean_loss_weight, auto_balance=cfg.idlm.auto_balance)
-    if m == 'dflash': return dict(block_size=cfg.dflash.block_size, num_blocks_per_sample=cfg.dflash.num_blocks_per_sample,
-                                  anchor_sampling=cfg.dflash.anchor_sampling, loss_gamma=cfg.dflash.loss_gamma)
-    raise ValueError(f"no config mapping for dllm.mode={m!r}; call get_strategy({m!r}, **settings) directly.")
+    "The settings of `cfg.dllm.mode` read from the run's config: each mode's `Settings.from_config` knows its own keys."
+    m = cfg.dllm.mode
+    if m not in STRATEGIES: raise ValueError(f"unknown dllm mode {m!r}; known modes: {sorted(STRATEGIES)}")
+    S = STRATEGIES[m].Settings
+    if not hasattr(S, 'from_config'):
+        raise ValueError(f"no config mapping for dllm.mode={m!r}: give {S.__name__} a from_config classmethod, "
+                         f"or call get_strategy({m!r}, **settings) directly.")
+    return S.from_config(cfg, mask_token_id, vocab_size, pad_token_id)
