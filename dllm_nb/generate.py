@@ -14,16 +14,17 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from fastcore.imports import IN_NOTEBOOK
 from transformers import DynamicCache
+from transformers.cache_utils import Cache, DynamicLayer
 from .core import rand_rows, randint_rows, row_generators
 from .masks import build_batched_block_mask, build_encoder_mask
-from .models import (DLLM_CONFIG_NAME, BlockDiffusionLM, EncoderState, MaskedDiffusionLM, canvas_position_ids,
+from .models import (DLLM_CONFIG_NAME, BlockDiffusionLM, MaskedDiffusionLM, SharedKVCache, canvas_position_ids,
                             model_attention_mask)
 
 # %% auto 0
 __all__ = ['Prompts', 'STATES', 'NOISE', 'NEW', 'STABLE', 'ABSENT', 'STATE_COLORS', 'MODEL_CLASSES', 'DEFAULT_MAX_NEW_TOKENS',
            'encode_prompts', 'row_seeds', 'block_generators', 'right_pad', 'predict_tokens', 'transfer_schedule',
            'select_transfer', 'Trajectory', 'GenerationOutput', 'cut_at_eos', 'mdlm_canvas', 'mdlm_unmask',
-           'generate_mdlm', 'CachedContext', 'ReencodeContext', 'keep_schedule', 'denoise_block',
+           'generate_mdlm', 'KVBuffer', 'CachedContext', 'ReencodeContext', 'keep_schedule', 'denoise_step',
            'generate_block_diffusion', 'progress_bar', 'plot_trajectory', 'generate', 'saved_run', 'saved_block_size',
            'load_checkpoint', 'check_prompt_lengths', 'main']
 
@@ -115,14 +116,17 @@ class _Recorder:
         self.ids = torch.zeros(B, G, dtype=torch.long, device=device)
         self.state = torch.full((B, G), ABSENT, dtype=torch.uint8, device=device)
 
-    def update(self, start: int, ids: Tensor, noise: Tensor) -> None:
+    def update(self, start, ids: Tensor, noise: Tensor) -> None:
+        "Write `ids [n, w]` at columns `start..start+w-1` (`start`: an int, or one per row) of `self.rows`; snapshot."
         if not self.on: return
-        r, sl = self.rows, slice(start, start + ids.shape[1])
-        old = self.state[r, sl]
-        kept = (ids == self.ids[r, sl]) & (old >= NEW) & (old <= STABLE)
+        dev = self.ids.device
+        r = torch.arange(len(self.ids), device=dev)[self.rows][:, None]                          # [n, 1]
+        c = torch.as_tensor(start, device=dev).reshape(-1, 1) + torch.arange(ids.shape[1], device=dev)   # [n or 1, w]
+        old = self.state[r, c]
+        kept = (ids == self.ids[r, c]) & (old >= NEW) & (old <= STABLE)
         self.state[self.state == NEW] = STABLE
-        self.state[r, sl] = torch.where(noise, NOISE, torch.where(kept, STABLE, NEW)).to(torch.uint8)
-        self.ids[r, sl] = ids
+        self.state[r, c] = torch.where(noise, NOISE, torch.where(kept, STABLE, NEW)).to(torch.uint8)
+        self.ids[r, c] = ids
         self.frames.append((self.ids.clone(), self.state.clone()))
 
     def result(self) -> Optional[Trajectory]:
@@ -208,76 +212,107 @@ def generate_mdlm(model: nn.Module, prompts: Prompts, gen_length: int = 32, bloc
                        _token_id(eos_token_id, tokenizer, 'eos_token_id', required=False), seeds, return_trajectory)
 
 # %% ../nbs/12_generate.ipynb
-def _context_keep(key_pos: Tensor, key_valid: Tensor, lo: Tensor, hi: Tensor) -> Tensor:
-    "Keep-mask `[B, 1, Q, K]` over context keys: valid, with position in `[lo[b, q], hi[b, q]]`."
-    kp = key_pos[:, None]                                                              # [B, 1, K]
-    return (key_valid[:, None] & (kp >= lo[..., None]) & (kp <= hi[..., None]))[:, None]
+class _BufferLayer(DynamicLayer):
+    "One layer of `KVBuffer`: K/V in a growable `[B, H, capacity, D]` buffer; a pass writes its own after the `n` kept columns."
+    def __init__(self):
+        super().__init__()
+        self.n, self.buf = 0, None
 
-def _window_lo(anchor: Tensor, w: Optional[int]) -> Tensor:
-    "Lowest visible key position for a query anchored at `anchor` (the training rule `k >= anchor - w + 1`)."
-    return torch.full_like(anchor, -1) if w is None else anchor - w + 1
+    def update(self, key_states: Tensor, value_states: Tensor, *args, **kwargs) -> tuple[Tensor, Tensor]:
+        n, q = self.n, key_states.shape[-2]
+        if self.buf is None or self.buf[0].shape[-2] < n + q:                  # grow (doubling): copy the kept columns
+            new = tuple(t.new_empty(*t.shape[:2], 2 * (n + q), t.shape[-1]) for t in (key_states, value_states))
+            for old, nw in zip(self.buf or (), new): nw[:, :, :n] = old[:, :, :n]
+            self.buf = new
+        self.buf[0][:, :, n:n + q], self.buf[1][:, :, n:n + q] = key_states, value_states
+        self.keys, self.values = self.buf[0][:, :, :n + q], self.buf[1][:, :, :n + q]
+        self.device, self.is_initialized = key_states.device, True
+        return self.keys, self.values
 
-def _self_cond(model: BlockDiffusionLM, prev_logits: Optional[Tensor]) -> Optional[Tensor]:
-    return model.self_cond_input(prev_logits) if model.self_conditioning and prev_logits is not None else None
+    def get_seq_length(self) -> int: return self.n
+
+class KVBuffer(Cache):
+    "Per-layer K/V kept across passes without re-concatenating: each pass attends to `[kept ; its own]`, then `keep(L)`."
+    def __init__(self, num_layers: int): super().__init__(layers=[_BufferLayer() for _ in range(num_layers)])
+
+    def keep(self, n_new: int) -> None:
+        "Keep the first `n_new` columns the last pass wrote (its clean rows); the rest is overwritten by the next pass."
+        for layer in self.layers: layer.n += n_new
+
+    def select_rows(self, rows: Tensor) -> None:
+        for layer in self.layers:                               # copies the kept columns only (and room for a pass)
+            if layer.buf is not None: layer.buf = tuple(F.pad(t[rows, :, :layer.n], (0, 0, 0, 32)) for t in layer.buf)
+
+    @property
+    def kv(self) -> tuple: return tuple((l.buf[0][:, :, :l.n], l.buf[1][:, :, :l.n]) for l in self.layers)
+
+def _canvas_embeds(model: BlockDiffusionLM, canvas: Tensor, prev_logits: Optional[Tensor] = None,
+                   has_prev: Optional[Tensor] = None) -> Tensor:
+    "Canvas input embeddings `[n, r, H]`, self-conditioned on `prev_logits` for the rows in `has_prev` (default: all)."
+    x = model.backbone.get_input_embeddings()(canvas)
+    if prev_logits is None or not model.self_conditioning: return x
+    if has_prev is None: return x + model.self_cond(model.self_cond_input(prev_logits))
+    if has_prev.any():                                  # rows on their block's first step have no previous logits
+        i = has_prev.nonzero()[:, 0]
+        x[i] = x[i] + model.self_cond(model.self_cond_input(prev_logits[i]))
+    return x
 
 class CachedContext:
-    "Prompt + committed blocks as per-layer K/V: prompt encoded once, each committed block appended by one causal pass."
+    "Prompt + committed blocks as per-layer K/V; clean tokens enter the cache as causal rows of the next canvas pass."
     def __init__(self, model: BlockDiffusionLM, prompt_ids: list[list[int]], sliding_window: Optional[int] = None):
-        device = _device(model)
-        ids, P = right_pad(prompt_ids, 0, device=device)
-        self.valid = torch.arange(ids.shape[1], device=device)[None] < P[:, None]        # [B, C] real cache columns
-        self.key_pos = torch.arange(ids.shape[1], device=device).expand_as(ids)          # [B, C] their positions
-        self.model, self.w, self.next_pos, self.pending, self._keep = model, sliding_window, P, None, None
-        self.kv = model.encode(ids, build_encoder_mask(self.valid.long(), sliding_window), return_logits=False).kv
+        B, device = len(prompt_ids), _device(model)
+        self.model, self.w, self.cache = model, sliding_window, KVBuffer(model.num_layers)
+        self.valid = torch.zeros(B, 0, dtype=torch.bool, device=device)            # [B, C] real cache columns
+        self.key_pos = torch.zeros(B, 0, dtype=torch.long, device=device)          # [B, C] their positions
+        self.next_pos = torch.zeros(B, dtype=torch.long, device=device)           # [B] next free position per row
+        self.pending = [list(p) for p in prompt_ids]                               # clean tokens not in the cache yet
 
-    def _pos(self, q_len: int) -> Tensor: return canvas_position_ids(self.next_pos, q_len)
-
-    def _step_keep(self, r: int) -> Tensor:
-        "Canvas-step keep-mask over `[cache ; canvas]`, built once per block (the cache only changes between blocks)."
-        if self._keep is None or self._keep.shape[2] != r:
-            anchor = self.next_pos[:, None].expand(-1, r)                                  # [B, r] the block start
-            enc = _context_keep(self.key_pos, self.valid, _window_lo(anchor, self.w), anchor - 1)
-            self._keep = torch.cat([enc, enc.new_ones(len(enc), 1, r, r)], -1)
-        return self._keep
-
-    def logits(self, canvas: Tensor, prev_logits: Optional[Tensor] = None, rows: Optional[Tensor] = None) -> Tensor:
-        "Logits `[n, r, V]` of the canvas `[n, r]` of `rows` (default: every row) against the context."
-        m, sc = self.model, _self_cond(self.model, prev_logits)
-        if self.pending is not None:
-            if sc is None and rows is None: return self._append(self.pending, canvas)   # append + first step in one pass
-            self._append(self.pending)
-        r, kv, keep, pos = canvas.shape[1], self.kv, self._step_keep(canvas.shape[1]), self._pos(canvas.shape[1])
-        if rows is not None: kv, keep, pos = tuple((k[rows], v[rows]) for k, v in kv), keep[rows], pos[rows]
-        return m.decode(EncoderState(kv), canvas, keep, pos, self_cond_embeds=sc).logits
-
-    def commit(self, block: Tensor) -> None:
-        "Queue a committed block `[B, b]`; the next pass appends it (fused with the next block's first step)."
-        if self.pending is not None: self._append(self.pending)
-        self.pending = block
+    def commit(self, block: Tensor, rows: Optional[Tensor] = None) -> None:
+        "Queue committed blocks `[n, b]` of `rows` (default: every row); the next pass appends them."
+        for i, new in zip(range(len(self.pending)) if rows is None else rows.tolist(), block.tolist()): self.pending[i] += new
 
     def retire(self, keep: Tensor) -> None:
         "Keep only rows `keep` (indices): finished rows leave the batch, so later passes no longer compute them."
-        self.kv = tuple((k[keep], v[keep]) for k, v in self.kv)
+        self.cache.select_rows(keep)
         self.valid, self.key_pos, self.next_pos = self.valid[keep], self.key_pos[keep], self.next_pos[keep]
-        self.pending, self._keep = None if self.pending is None else self.pending[keep], None
+        self.pending = [self.pending[i] for i in keep.tolist()]
 
-    def _append(self, block: Tensor, canvas: Optional[Tensor] = None) -> Optional[Tensor]:
-        "One pass over `[block ; canvas]`: block causal (kept in the cache), canvas sees it all (dropped); canvas logits."
-        m, (B, C), b = self.model, self.valid.shape, block.shape[1]
-        r = 0 if canvas is None else canvas.shape[1]
-        pos = self._pos(b + r)                                             # [B, b+r] block rows, then canvas rows
-        key_pos, key_valid = torch.cat([self.key_pos, pos[:, :b]], 1), F.pad(self.valid, (0, b), value=True)
-        is_canvas = torch.arange(b + r, device=pos.device) >= b
-        anchor = torch.where(is_canvas, (self.next_pos + b)[:, None], pos)  # canvas rows: their block start
-        keep = _context_keep(key_pos, key_valid, _window_lo(anchor, self.w), torch.where(is_canvas, anchor - 1, pos))
-        keep = torch.cat([keep, (is_canvas[:, None] & is_canvas[None, b:]).expand(B, 1, b + r, r)], -1)
-        cache = DynamicCache(ddp_cache_data=self.kv)
-        out = m.backbone(input_ids=block if canvas is None else torch.cat([block, canvas], 1), cache=cache,
+    def logits(self, canvas: Tensor, prev_logits: Optional[Tensor] = None, has_prev: Optional[Tensor] = None) -> Tensor:
+        "Logits `[n, r, V]` of the canvas `[n, r]` against the context (pending clean tokens appended in the same pass)."
+        return self._pass(_canvas_embeds(self.model, canvas, prev_logits, has_prev))
+
+    def flush(self) -> None:
+        "Append the pending clean tokens now, in a pass without canvas."
+        if any(self.pending): self._pass(None)
+
+    def _keep_mask(self, cpos: Tensor, start: Tensor, key_pos: Tensor, key_valid: Tensor, r: int) -> Tensor:
+        "`[B, 1, L+r, C+L+r]`: clean rows causal (and windowed) over the context, canvas rows the context before their block + the canvas."
+        (B, L), C = cpos.shape, key_pos.shape[1] - cpos.shape[1]
+        kp = key_pos[:, None]
+        keep = key_valid[:, None] & (kp <= torch.cat([cpos, (start - 1)[:, None].expand(B, r)], 1)[..., None])
+        if self.w is not None:                                  # the training rule: keys >= anchor - w + 1
+            keep &= kp >= torch.cat([cpos, start[:, None].expand(B, r)], 1)[..., None] - self.w + 1
+        j = torch.arange(L, device=cpos.device)
+        keep[:, j, C + j] = True                                 # a clean row keeps itself (pad rows included)
+        return torch.cat([keep, (torch.arange(L + r, device=cpos.device) >= L)[:, None].expand(B, L + r, r)], -1)[:, None]
+
+    def _pass(self, x: Optional[Tensor]) -> Optional[Tensor]:
+        "One pass over `[clean ; canvas]` per row: clean rows causal (kept in the cache), canvas rows see the context and the canvas (dropped)."
+        m, B, device = self.model, len(self.pending), self.valid.device
+        n_new = [len(p) for p in self.pending]                                           # prompt, a block, or 0
+        lens, L, r = torch.tensor(n_new, device=device), max(n_new), 0 if x is None else x.shape[1]
+        ids = torch.tensor([p + [0] * (L - len(p)) for p in self.pending], dtype=torch.long, device=device).view(B, L)
+        j, start = torch.arange(L, device=device), self.next_pos + lens                   # start: the canvas block's
+        cpos = self.next_pos[:, None] + j                                                 # [B, L] clean positions
+        key_pos, key_valid = torch.cat([self.key_pos, cpos], 1), torch.cat([self.valid, j < lens[:, None]], 1)
+        keep = self._keep_mask(cpos, start, key_pos, key_valid, r)
+        x_clean = m.backbone.get_input_embeddings()(ids)                                  # [B, L, H] right-padded
+        out = m.backbone(inputs_embeds=x_clean if x is None else torch.cat([x_clean, x], 1), cache=self.cache,
                          attention_mask=model_attention_mask(keep, m.attn_implementation, m.backbone.dtype),
-                         position_ids=pos, use_cache=True, logits_to_keep=max(r, 1))
-        self.kv = tuple((layer.keys[:, :, :C + b], layer.values[:, :, :C + b]) for layer in cache.layers)
-        self.key_pos, self.valid, self._keep = key_pos, key_valid, None
-        self.next_pos, self.pending = self.next_pos + b, None
+                         position_ids=torch.cat([cpos, canvas_position_ids(start, r)], 1), use_cache=True,
+                         logits_to_keep=max(r, 1))
+        self.cache.keep(L)
+        self.key_pos, self.valid, self.next_pos, self.pending = key_pos, key_valid, start, [[] for _ in range(B)]
         return out.logits if r else None
 
 class ReencodeContext:
@@ -285,17 +320,18 @@ class ReencodeContext:
     def __init__(self, model: BlockDiffusionLM, prompt_ids: list[list[int]], sliding_window: Optional[int] = None):
         self.model, self.rows, self.w = model, [list(p) for p in prompt_ids], sliding_window
 
-    def logits(self, canvas: Tensor, prev_logits: Optional[Tensor] = None, rows: Optional[Tensor] = None) -> Tensor:
+    def logits(self, canvas: Tensor, prev_logits: Optional[Tensor] = None, has_prev: Optional[Tensor] = None) -> Tensor:
         m, b = self.model, canvas.shape[1]
-        ctx = self.rows if rows is None else [self.rows[i] for i in rows.tolist()]
-        ids, L = right_pad(ctx, 0, max(map(len, ctx)) + b, canvas.device)                # [n, S], lengths [n]
+        ids, L = right_pad(self.rows, 0, max(map(len, self.rows)) + b, canvas.device)    # [n, S], lengths [n]
         am = (torch.arange(ids.shape[1], device=ids.device)[None] < L[:, None]).long()
         state = m.encode(ids, build_encoder_mask(am, self.w), return_logits=False)
         mask = build_batched_block_mask(L, torch.full_like(L, b), ids.shape[1], b, self.w)
-        return m.decode(state, canvas, mask, canvas_position_ids(L, b), self_cond_embeds=_self_cond(m, prev_logits)).logits
+        return m.backbone(inputs_embeds=_canvas_embeds(m, canvas, prev_logits, has_prev), attention_mask=m._mask(mask),
+                          use_cache=True, cache=SharedKVCache(m.num_layers, state.kv),
+                          position_ids=canvas_position_ids(L, b)).logits
 
-    def commit(self, block: Tensor) -> None:
-        for row, new in zip(self.rows, block.tolist()): row.extend(new)
+    def commit(self, block: Tensor, rows: Optional[Tensor] = None) -> None:
+        for i, new in zip(range(len(self.rows)) if rows is None else rows.tolist(), block.tolist()): self.rows[i] += new
 
     def retire(self, keep: Tensor) -> None: self.rows = [self.rows[i] for i in keep.tolist()]
 
@@ -305,36 +341,16 @@ def keep_schedule(block_size: int, steps: int) -> list[int]:
     if steps < 1: raise ValueError(f"steps_per_block={steps} must be >= 1.")
     return [math.ceil(block_size * s / steps) for s in range(1, steps + 1)]
 
-def denoise_block(ctx, B: int, block_size: int, steps: int, vocab_size: int, gens, temperature: float = 0.0,
-                  rec: Optional[_Recorder] = None, start: int = 0, device=None,
-                  threshold: Optional[float] = None) -> tuple[Tensor, int]:
-    "Denoise one canvas block `[B, block_size]` from random tokens against `ctx`; return it and the number of calls."
-    canvas = randint_rows(vocab_size, (B, block_size), gens, device)
-    final, active = canvas.clone(), torch.ones(B, dtype=torch.bool, device=device)
-    prev_logits = prev_arg = None
-    if rec is not None: rec.update(start, canvas, torch.ones_like(canvas, dtype=torch.bool))
-    for s, n_keep in enumerate(keep_schedule(block_size, steps)):
-        rows = None if active.all() else active.nonzero()[:, 0]                           # finished rows sit out
-        pick = (lambda t: t) if rows is None else (lambda t: None if t is None else t[rows])
-        g = gens if rows is None else [gens[i] for i in rows.tolist()]
-        logits = ctx.logits(pick(canvas), pick(prev_logits), rows).float()                # [n, b, V]
-        x0, conf = predict_tokens(logits, temperature, g)
-        noise, arg = randint_rows(vocab_size, x0.shape, g, device), logits.argmax(-1)
-        keep = select_transfer(conf, torch.ones_like(x0, dtype=torch.bool), n_keep)       # the schedule's budget
-        if threshold is not None: keep = keep | (conf > threshold)                        # + everything confident
-        done = keep.all(-1) | ((arg == pick(prev_arg)).all(-1) if prev_arg is not None else False)   # or stable
-        keep = keep | done[:, None]
-        if rows is None:
-            canvas, final = torch.where(keep, x0, noise), torch.where(done[:, None], x0, final)
-            prev_logits, prev_arg, active = logits, arg, ~done
-        else:
-            canvas[rows], final[rows[done]], prev_logits[rows], prev_arg[rows] = torch.where(keep, x0, noise), x0[done], logits, arg
-            active[rows[done]] = False
-        if rec is not None:
-            noisy = torch.zeros_like(canvas, dtype=torch.bool); noisy[rows if rows is not None else slice(None)] = ~keep
-            rec.update(start, canvas, noisy)
-        if not active.any(): break
-    return final, s + 1
+def denoise_step(logits: Tensor, n_keep: Tensor, prev_arg: Tensor, has_prev: Tensor, gens, temperature: float = 0.0,
+                 threshold: Optional[float] = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    "One step for the rows of a pass: `(x0, keep, done, arg)`; row `i` keeps its `n_keep[i]` most confident predictions."
+    x0, conf = predict_tokens(logits, temperature, gens)
+    arg = x0 if temperature == 0 else logits.argmax(-1)                                 # greedy: x0 is the argmax
+    rank = conf.argsort(dim=-1, descending=True, stable=True).argsort(dim=-1)           # 0 = most confident
+    keep = rank < n_keep[:, None]                                      # the schedule's budget (`select_transfer`'s rule)
+    if threshold is not None: keep = keep | (conf > threshold)                          # + everything confident
+    done = keep.all(-1) | (has_prev & (arg == prev_arg).all(-1))                         # all kept, or stable
+    return x0, keep | done[:, None], done, arg
 
 # %% ../nbs/12_generate.ipynb
 @torch.no_grad()
@@ -344,31 +360,50 @@ def generate_block_diffusion(model: BlockDiffusionLM, prompts: Prompts, max_new_
                              sliding_window: Optional[int] = None, eos_token_id: Optional[int] = None, seeds=None,
                              chat: bool = True, use_cache: bool = True, return_trajectory: bool = False,
                              progress: bool = False) -> GenerationOutput:
-    "Block-by-block generation: each block denoised from random tokens against the cached context, then committed."
-    # A row that wrote EOS is retired: later blocks skip it (its canvas holds EOS from there on), so a batch costs
-    # what its live rows cost; HF `generate` instead keeps decoding pad for finished rows until the last one ends.
+    "Block-by-block generation: each row denoises its own block from random tokens against the cached context."
     if (max_new_tokens is None) == (max_blocks is None):
         raise ValueError(f"pass exactly one of max_new_tokens={max_new_tokens} and max_blocks={max_blocks}.")
     if sliding_window is not None and sliding_window < 1: raise ValueError(f"sliding_window={sliding_window} must be >= 1.")
-    n_blocks = max_blocks if max_blocks is not None else -(-max_new_tokens // block_size)
+    b, n_blocks = block_size, max_blocks if max_blocks is not None else -(-max_new_tokens // block_size)
     eos_id = _token_id(eos_token_id, tokenizer, 'eos_token_id', required=False)
     prompt_ids, device = encode_prompts(prompts, tokenizer, chat), _device(model)
     B, V = len(prompt_ids), model.backbone.get_input_embeddings().num_embeddings
     ctx = (CachedContext if use_cache else ReencodeContext)(model, prompt_ids, sliding_window)
-    gens, rec = row_generators(row_seeds(seeds, B), 'sampling'), _Recorder(B, n_blocks * block_size, return_trajectory, device)
-    out = torch.full((B, n_blocks * block_size), 0 if eos_id is None else eos_id, dtype=torch.long, device=device)
-    live, nfe, width = torch.arange(B, device=device), 0, 0                        # rows still writing
-    for k in progress_bar(range(n_blocks), progress, 'blocks'):
-        rec.rows = live if len(live) < B else slice(None)
-        block, n = denoise_block(ctx, len(live), block_size, steps_per_block, V,
-                                 block_generators([gens[i] for i in live.tolist()]), temperature, rec,
-                                 k * block_size, device, threshold)
-        width = (k + 1) * block_size
-        out[live, k * block_size:width] = block; nfe += n
-        alive = ~(block == eos_id).any(-1) if eos_id is not None else torch.ones_like(live, dtype=torch.bool)
-        if not alive.any() or k + 1 == n_blocks: break
-        ctx.commit(block)
-        if not alive.all(): ctx.retire(alive.nonzero()[:, 0]); live = live[alive]
+    gens, rec = row_generators(row_seeds(seeds, B), 'sampling'), _Recorder(B, n_blocks * b, return_trajectory, device)
+    out = torch.full((B, n_blocks * b), 0 if eos_id is None else eos_id, dtype=torch.long, device=device)
+    sched, cols = torch.tensor(keep_schedule(b, steps_per_block), device=device), torch.arange(b, device=device)
+    live = torch.arange(B, device=device)                                   # the original row of each live row
+    blk, step = torch.zeros(B, dtype=torch.long, device=device), torch.zeros(B, dtype=torch.long, device=device)
+    bg = block_generators(gens)                                             # each live row's generator for its block
+    canvas, prev_logits = randint_rows(V, (B, b), bg, device), None
+    prev_arg, has_prev = torch.zeros_like(canvas), torch.zeros(B, dtype=torch.bool, device=device)
+    rec.rows = live; rec.update(blk * b, canvas, torch.ones_like(canvas, dtype=torch.bool))
+    nfe, width, bar = 0, 0, progress_bar(range(n_blocks), progress, 'blocks')
+    while len(live):
+        logits = ctx.logits(canvas, prev_logits, has_prev).float(); nfe += 1       # [n, b, V]
+        x0, keep, done, arg = denoise_step(logits, sched[step], prev_arg, has_prev, bg, temperature, threshold)
+        canvas, busy = x0.clone(), (~done).nonzero()[:, 0]
+        if len(busy): canvas[busy] = torch.where(keep[busy], x0[busy], randint_rows(V, (len(busy), b), [bg[i] for i in busy.tolist()], device))
+        rec.rows = live; rec.update(blk * b, canvas, ~keep)
+        prev_logits, prev_arg, has_prev, step = logits, arg, ~done, step + 1
+        if not done.any(): continue
+        d = done.nonzero()[:, 0]                                           # rows whose block is finished: commit it
+        out[live[d, None], blk[d, None] * b + cols] = x0[d]
+        reached = int(blk[d].max()) + 1
+        if progress and reached > width // b: bar.update(reached - width // b)
+        width = max(width, reached * b)
+        ends = (blk[d] + 1 == n_blocks) | ((x0[d] == eos_id).any(-1) if eos_id is not None else False)
+        if len(nxt := d[~ends]):                                           # next block: queue this one, fresh noise
+            ctx.commit(x0[nxt], nxt)
+            blk[nxt], step[nxt], rows = blk[nxt] + 1, 0, nxt.tolist()
+            for i, g in zip(rows, block_generators([gens[i] for i in live[nxt].tolist()])): bg[i] = g
+            canvas[nxt] = randint_rows(V, (len(rows), b), [bg[i] for i in rows], device)
+            rec.rows = live[nxt]; rec.update(blk[nxt] * b, canvas[nxt], torch.ones_like(canvas[nxt], dtype=torch.bool))
+        if len(nxt) < len(d):                                               # EOS or the last block: the row retires
+            kept = torch.ones_like(done).index_fill_(0, d[ends], False).nonzero()[:, 0]
+            ctx.retire(kept); bg = [bg[i] for i in kept.tolist()]
+            live, blk, step, canvas, prev_logits, prev_arg, has_prev = (t[kept] for t in (live, blk, step, canvas, prev_logits, prev_arg, has_prev))
+    if progress: bar.close()
     canvas = out[:, :width][:, :max_new_tokens]
     return GenerationOutput([cut_at_eos(r, eos_id) for r in canvas], canvas, nfe, rec.result())
 
