@@ -5,7 +5,7 @@
 # %% ../nbs/12_generate.ipynb 2
 # ~515 lines (over ~300): the MDLM and block-diffusion samplers share prompt layout, token picking, trajectories and the CLI; the two samplers are the part to split next
 from __future__ import annotations
-import argparse, copy, json, math, os, sys
+import argparse, contextlib, copy, json, math, os, sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
@@ -246,6 +246,19 @@ class KVBuffer(Cache):
     @property
     def kv(self) -> tuple: return tuple((l.buf[0][:, :, :l.n], l.buf[1][:, :, :l.n]) for l in self.layers)
 
+@contextlib.contextmanager
+def _last_mlp_rows_from(backbone: nn.Module, n: int):
+    "Inside: the last decoder layer's MLP (position-wise) runs on rows `n:` only and leaves zeros in rows `:n`."
+    layers = getattr(backbone.base_model, 'layers', None)
+    mlp = getattr(layers[-1], 'mlp', None) if layers is not None and len(layers) else None
+    if mlp is None or n == 0: yield; return
+    own, fwd = 'forward' in vars(mlp), mlp.forward
+    mlp.forward = lambda x: torch.cat([x.new_zeros(x.shape[0], n, *x.shape[2:]), fwd(x[:, n:])], 1)
+    try: yield
+    finally:
+        if own: mlp.forward = fwd
+        else: del mlp.forward
+
 def _canvas_embeds(model: BlockDiffusionLM, canvas: Tensor, prev_logits: Optional[Tensor] = None,
                    has_prev: Optional[Tensor] = None) -> Tensor:
     "Canvas input embeddings `[n, r, H]`, self-conditioned on `prev_logits` for the rows in `has_prev` (default: all)."
@@ -307,10 +320,11 @@ class CachedContext:
         key_pos, key_valid = torch.cat([self.key_pos, cpos], 1), torch.cat([self.valid, j < lens[:, None]], 1)
         keep = self._keep_mask(cpos, start, key_pos, key_valid, r)
         x_clean = m.backbone.get_input_embeddings()(ids)                                  # [B, L, H] right-padded
-        out = m.backbone(inputs_embeds=x_clean if x is None else torch.cat([x_clean, x], 1), cache=self.cache,
-                         attention_mask=model_attention_mask(keep, m.attn_implementation, m.backbone.dtype),
-                         position_ids=torch.cat([cpos, canvas_position_ids(start, r)], 1), use_cache=True,
-                         logits_to_keep=max(r, 1))
+        with _last_mlp_rows_from(m.backbone, L):      # clean rows need K/V only: the last MLP runs on the canvas rows
+            out = m.backbone(inputs_embeds=x_clean if x is None else torch.cat([x_clean, x], 1), cache=self.cache,
+                             attention_mask=model_attention_mask(keep, m.attn_implementation, m.backbone.dtype),
+                             position_ids=torch.cat([cpos, canvas_position_ids(start, r)], 1), use_cache=True,
+                             logits_to_keep=max(r, 1))
         self.cache.keep(L)
         self.key_pos, self.valid, self.next_pos, self.pending = key_pos, key_valid, start, [[] for _ in range(B)]
         return out.logits if r else None
