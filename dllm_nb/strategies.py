@@ -56,7 +56,7 @@ def uniform_masking(batch: Batch, mask_token_id: int, eps: float, t_sampling: st
 # %% ../nbs/08_strategies.ipynb
 @dataclass(frozen=True)
 class MDLMSettings:
-    "Settings of `mdlm` (from `dllm.*`; `settings_from_config`)."
+    "Settings of `mdlm` (from the `mdlm:` config section and the shared `dllm.*` keys; `settings_from_config`)."
     mask_token_id: Optional[int] = None     # id that replaces a corrupted token (required)
     eps: float = 1e-3                       # smallest corruption probability, p = (1 - eps) t + eps
     t_sampling: str = 'iid'                 # how t is drawn across the batch: 'iid', 'antithetic', 'stratified'
@@ -65,9 +65,9 @@ class MDLMSettings:
     def __post_init__(self): _need_mask(self.mask_token_id, 'mdlm'); _check_t(self.t_sampling)
     @classmethod
     def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict:
-        d = cfg.dllm
-        return dict(mask_token_id=mask_token_id, eps=d.eps, t_sampling=d.t_sampling, ar_warmup_steps=d.ar_warmup_steps,
-                    ar_loss_weight=d.ar_loss_weight)
+        d, m = cfg.dllm, cfg.mdlm
+        return dict(mask_token_id=mask_token_id, eps=d.eps, t_sampling=d.t_sampling, ar_warmup_steps=m.ar_warmup_steps,
+                    ar_loss_weight=m.ar_loss_weight)
 
 class MDLMStrategy:
     "Masked diffusion (MDLM / LLaDA): uniform masking, `1/p`-weighted CE; optional causal next-token warm-up phase."
@@ -107,7 +107,7 @@ class MDLMStrategy:
 # %% ../nbs/08_strategies.ipynb
 @dataclass(frozen=True)
 class HybridSettings:
-    "Settings of `hybrid` (from `dllm.*`)."
+    "Settings of `hybrid` (from the `hybrid:` config section and the shared `dllm.*` keys)."
     mask_token_id: Optional[int] = None     # id that replaces a corrupted token (required)
     block_size: Optional[int] = 32          # corruption block; None = uniform masking as in MDLM (the reference)
     eps: float = 1e-3                       # smallest corruption level
@@ -117,9 +117,9 @@ class HybridSettings:
     def __post_init__(self): _need_mask(self.mask_token_id, 'hybrid'); _check_t(self.t_sampling)
     @classmethod
     def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict:
-        d = cfg.dllm
-        return dict(mask_token_id=mask_token_id, eps=d.eps, t_sampling=d.t_sampling, block_size=d.block_size,
-                    half_life_ratio=d.half_life_ratio, ar_loss_alpha=d.ar_loss_alpha)
+        d, h = cfg.dllm, cfg.hybrid
+        return dict(mask_token_id=mask_token_id, eps=d.eps, t_sampling=d.t_sampling, block_size=h.block_size,
+                    half_life_ratio=h.half_life_ratio, ar_loss_alpha=h.ar_loss_alpha)
 
 class HybridStrategy:
     "Blockwise late-biased masking (uniform when `block_size=None`) + causal AR co-loss, `ar_loss_alpha` on the diffusion term."
@@ -148,7 +148,7 @@ class HybridStrategy:
 # %% ../nbs/08_strategies.ipynb
 @dataclass(frozen=True)
 class BlockDiffusionSettings:
-    "Settings of `block_diffusion` (from `dllm.*`)."
+    "Settings of `block_diffusion` (from the `block_diffusion:` config section and the shared `dllm.*` keys)."
     vocab_size: Optional[int] = None        # corrupted tokens are drawn uniformly from [0, vocab_size) (required)
     block_size: int = 4                     # canvas block length
     eps: float = 1e-3                       # smallest corruption level
@@ -165,10 +165,10 @@ class BlockDiffusionSettings:
         _check_t(self.t_sampling)
     @classmethod
     def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict:
-        d = cfg.dllm
-        return dict(vocab_size=vocab_size, eps=d.eps, t_sampling=d.t_sampling, block_size=d.block_size,
-                    sliding_window=d.sliding_window, pad_token_id=pad_token_id, self_conditioning=d.self_conditioning,
-                    self_cond_prob=d.self_cond_prob, encoder_loss_weight=d.encoder_loss_weight, scored_blocks=d.scored_blocks)
+        d, b = cfg.dllm, cfg.block_diffusion
+        return dict(vocab_size=vocab_size, eps=d.eps, t_sampling=d.t_sampling, block_size=b.block_size,
+                    sliding_window=b.sliding_window, pad_token_id=pad_token_id, self_conditioning=b.self_conditioning,
+                    self_cond_prob=b.self_cond_prob, encoder_loss_weight=b.encoder_loss_weight, scored_blocks=b.scored_blocks)
 
 class BlockDiffusionStrategy:
     "Encoder/canvas block diffusion: uniform-random corruption, scored block(s), encoder AR co-loss, self-conditioning."
