@@ -112,6 +112,8 @@ def main():
     modes = args.modes.split(',')
     for mode in modes:
         if mode not in MODES: raise SystemExit(f'unknown mode {mode!r}; use a comma-separated subset of {",".join(MODES)}')
+    for mode in modes:   # every mode's config is checked before any training (a key of another mode's section is an error)
+        load_config(args.config, [f"dllm.mode={'mdlm' if mode == 'autoregressive' else mode}", *extra], world_size=1)
     rows = []
     for mode in modes:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
