@@ -65,6 +65,7 @@ class MDLMConfig:
     ar_warmup_steps: int = 0                # mdlm: first steps train the backbone as a causal LM (0 for pretrained AR models)
     shift_logits: bool = False              # mdlm: position i predicts token i+1 (Dream), so an AR warm-up carries over
     ar_loss_weight: float = 0.0             # mdlm: weight of a causal next-token co-loss after the warm-up (0 = pure MDLM)
+    suffix_mask_prob: float = 0.0           # mdlm: fraction of training rows masked as a suffix (the semi-AR sampler's context)
 
 @dataclass
 class HybridConfig:
@@ -348,6 +349,7 @@ def _section_problems(m: MDLMConfig, h: HybridConfig, b: BlockDiffusionConfig) -
     p += [f"{k}={v} must be >= 0" for k, v in (('mdlm.ar_warmup_steps', m.ar_warmup_steps), ('mdlm.ar_loss_weight', m.ar_loss_weight),
           ('hybrid.ar_loss_alpha', h.ar_loss_alpha), ('block_diffusion.encoder_loss_weight', b.encoder_loss_weight)) if v < 0]
     if h.half_life_ratio <= 0: p.append(f"hybrid.half_life_ratio={h.half_life_ratio} must be > 0")
+    if not 0 <= m.suffix_mask_prob <= 1: p.append(f"mdlm.suffix_mask_prob={m.suffix_mask_prob} must be in [0, 1]")
     if b.sliding_window is not None and b.sliding_window < 1:
         p.append(f"block_diffusion.sliding_window={b.sliding_window} must be >= 1 (or null for no window)")
     if not 0 <= b.self_cond_prob <= 1: p.append(f"block_diffusion.self_cond_prob={b.self_cond_prob} must be in [0, 1]")
