@@ -14,9 +14,9 @@ Trains the config five ways on the built-in tasks, single process, on the same d
 Then prints one table: mode, task, median and worst test exact match over the seeds (`dllm_nb.eval.exact_match`,
 first `--n` test examples), steps, median seconds and validation loss. Sampling uses `dllm_nb.eval.sampler_settings`
 (the same as `python -m dllm_nb.train`'s report): a fixed `dllm.response_canvas` canvas with EOS stopping, blocks of
-`dllm.block_size`, one step per token (I-DLM: `block_size` drafts per pass), greedy; it never reads the reference
+the mode's own `<mode>.block_size`, one step per token (I-DLM: `block_size` drafts per pass), greedy; it never reads the reference
 answers. Extra `key=value` arguments override the config (e.g. `train.lr=1e-3`); `--modes` runs a subset, e.g.
-`--modes block_diffusion dllm.scored_blocks=one` for the reference's one-scored-block objective; `--json FILE` appends
+`--modes block_diffusion block_diffusion.scored_blocks=one` for the reference's one-scored-block objective; `--json FILE` appends
 one line per run.
 """
 import argparse, json, statistics, time
@@ -105,13 +105,15 @@ def main():
     ap.add_argument('--output-dir', default='runs/learns')
     ap.add_argument('--json', default=None, help='also append one JSON line per run to this file')
     ap.add_argument('--modes', default=','.join(MODES),
-                    help='comma-separated subset, e.g. block_diffusion (with dllm.scored_blocks=one for the reference)')
+                    help='comma-separated subset, e.g. block_diffusion (with block_diffusion.scored_blocks=one for the reference)')
     ap.add_argument('overrides', nargs='*')
     args = ap.parse_args()
     extra = list(args.overrides) + ([f'train.max_steps={args.max_steps}'] if args.max_steps else [])
     modes = args.modes.split(',')
     for mode in modes:
         if mode not in MODES: raise SystemExit(f'unknown mode {mode!r}; use a comma-separated subset of {",".join(MODES)}')
+    for mode in modes:   # every mode's config is checked before any training (a key of another mode's section is an error)
+        load_config(args.config, [f"dllm.mode={'mdlm' if mode == 'autoregressive' else mode}", *extra], world_size=1)
     rows = []
     for mode in modes:
         for seed in range(args.first_seed, args.first_seed + args.seeds):

@@ -1,8 +1,8 @@
 """Train an mdlm config once (one process), saving the model state at the AR -> MDLM switch and at the end.
 
-    python bench/mdlm_train_save.py OUT [key=value ...]      e.g. OUT=/tmp/m seed=1 dllm.ar_loss_weight=1.0
+    python bench/mdlm_train_save.py OUT [key=value ...]      e.g. OUT=/tmp/m seed=1 mdlm.ar_loss_weight=1.0
 
-Config: configs/mdlm_cpu.yaml plus the overrides. Writes OUT/ar.pt (after dllm.ar_warmup_steps steps), OUT/final.pt
+Config: configs/mdlm_cpu.yaml plus the overrides. Writes OUT/ar.pt (after mdlm.ar_warmup_steps steps), OUT/final.pt
 (state dicts of the MaskedDiffusionLM) and the run under OUT/run; prints validation losses and the seconds.
 Evaluate the states with bench/mdlm_decoding.py (tutorials/why, section 5).
 """
@@ -15,7 +15,7 @@ out, overrides = sys.argv[1], sys.argv[2:]
 cfg = load_config('configs/mdlm_cpu.yaml', [f'output_dir={out}/run', *overrides], world_size=1)
 tr = Trainer(cfg, quiet=True)
 tic = time.perf_counter()
-k = cfg.dllm.ar_warmup_steps
+k = cfg.mdlm.ar_warmup_steps
 recs = tr.fit(stop_at=k) if k else []
 torch.save(tr.model.state_dict(), f'{out}/ar.pt'); print('AR phase', k, 'steps', time.perf_counter() - tic, flush=True)
 val, bar = tr.val_batches(), tqdm(disable=True)

@@ -20,9 +20,9 @@ TINY = ['model.hidden_size=32', 'model.num_layers=2', 'model.num_heads=2', 'mode
         'train.save_every=0']
 MODES = {
     'mdlm': ['dllm.mode=mdlm', 'dllm.t_sampling=stratified'],
-    'mdlm_warmup': ['dllm.mode=mdlm', 'dllm.ar_warmup_steps=4', 'dllm.shift_logits=true', 'dllm.response_canvas=40'],
+    'mdlm_warmup': ['dllm.mode=mdlm', 'mdlm.ar_warmup_steps=4', 'mdlm.shift_logits=true', 'dllm.response_canvas=40'],
     'hybrid': ['dllm.mode=hybrid'],
-    'block_diffusion': ['dllm.mode=block_diffusion', 'dllm.self_conditioning=true'],
+    'block_diffusion': ['dllm.mode=block_diffusion', 'block_diffusion.self_conditioning=true'],
     'idlm': ['dllm.mode=idlm'],
     'dflash': ['dllm.mode=dflash', 'dflash.block_size=4'],
 }

@@ -38,7 +38,7 @@ def worker(mode: str, gguf: str, steps: int, new: int) -> dict:
     import torch
     torch.set_num_threads(1)
     if mode == 'ar': return ar_worker(gguf, new)
-    from dllm_nb.config import load_config
+    from dllm_nb.config import load_config, mode_block_size
     from dllm_nb.generate import generate
     from dllm_nb.trainer import Trainer, train_step
     cfg = load_config(ROOT / 'configs' / 'smollm2_cpu.yaml', [f'model.path={gguf}', f'dllm.mode={mode}', 'data.val_size=0',
@@ -58,7 +58,7 @@ def worker(mode: str, gguf: str, steps: int, new: int) -> dict:
     tr.model.eval()
     ps = prompts()
     t0, c0 = time.perf_counter(), time.process_time()
-    out = generate(tr.model, ps, tr.tokenizer, new, block_size=cfg.dllm.block_size, seeds=0)
+    out = generate(tr.model, ps, tr.tokenizer, new, block_size=mode_block_size(cfg), seeds=0)
     dt, dc = time.perf_counter() - t0, time.process_time() - c0
     return dict(mode=mode, step_s=statistics.median(times[1:]), step_cpu_s=statistics.median(cpu[1:]),
                 step_tokens=statistics.median(tokens[1:]), rss_mb=train_rss, sample_tok_s=len(ps) * new / dt,

@@ -10,11 +10,11 @@ from typing import Callable
 import torch
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
-from .config import ConfigError, config_keys
+from .config import ConfigError, MODE_SECTIONS, config_keys, saved_config
 from .distributed import all_reduce_sum, barrier
 
 # %% auto 0
-__all__ = ['RESUME_SAFE_KEYS', 'MODE_SECTIONS', 'list_checkpoints', 'finite_checkpoints', 'save_checkpoint', 'weights_finite',
+__all__ = ['RESUME_SAFE_KEYS', 'list_checkpoints', 'finite_checkpoints', 'save_checkpoint', 'weights_finite',
            'restore_checkpoint', 'config_changes', 'resume_checkpoint']
 
 # %% ../nbs/09c_checkpoint.ipynb
@@ -86,10 +86,9 @@ RESUME_SAFE_KEYS = ('output_dir', 'train.resume', 'train.resume_strict', 'train.
                     'train.max_bad_steps', 'train.dist_timeout_s', 'train.micro_batch_size', 'train.fsdp',
                     'train.compile', 'data.num_proc', 'data.num_workers')
 
-MODE_SECTIONS = ('idlm', 'dflash')   # config sections that only their own `dllm.mode` reads
-
 def config_changes(old, new) -> list[str]:
     "`key: old -> new` for every key (outside `RESUME_SAFE_KEYS` and other modes' sections) that differs between two configs."
+    old = saved_config(old, strict=False)            # a checkpoint of the flat dllm.* layout: migrated, one warning
     def get(cfg, key):
         for k in key.split('.'): cfg = getattr(cfg, k, None)
         return list(cfg) if isinstance(cfg, tuple) else cfg

@@ -11,8 +11,8 @@ from torch import Tensor
 from .core import Generators, rand_rows, randint_rows, cdiv
 
 # %% auto 0
-__all__ = ['T_SAMPLING', 'sample_t', 'corrupt_uniform', 'late_bias_logits', 'corrupt_blockwise', 'corrupt_uniform_random',
-           'corrupt_all_masked']
+__all__ = ['T_SAMPLING', 'sample_t', 'corrupt_uniform', 'corrupt_suffix', 'late_bias_logits', 'corrupt_blockwise',
+           'corrupt_uniform_random', 'corrupt_all_masked']
 
 # %% ../nbs/04_corruption.ipynb
 def _check(input_ids: Tensor, loss_mask: Tensor, eps: float = 0.0) -> Tensor:
@@ -60,6 +60,21 @@ def corrupt_uniform(input_ids: Tensor, loss_mask: Tensor, mask_token_id: int, ep
     p = (1 - eps) * _rows(t, B, input_ids.device) + eps                          # [B]
     u = rand_rows((B, T), generator, input_ids.device) if B else torch.zeros(0, T)
     noise_mask = (u < p[:, None]) & sup
+    noisy = torch.where(noise_mask, torch.as_tensor(mask_token_id, dtype=input_ids.dtype), input_ids)
+    return noisy, noise_mask, p[:, None].expand(B, T).contiguous()
+
+# %% ../nbs/04_corruption.ipynb
+def corrupt_suffix(input_ids: Tensor, loss_mask: Tensor, mask_token_id: int, eps: float = 1e-3,
+                   generator: Generators = None, t: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    "Mask the last `⌊n p + u⌋` of each row's `n` supervised tokens, `p = (1-eps) t + eps`, `u ~ U[0,1)`; `p_mask = p`."
+    sup = _check(input_ids, loss_mask, eps)
+    B, T = input_ids.shape
+    if t is None: t = sample_t(B, generator)
+    p = (1 - eps) * _rows(t, B, input_ids.device) + eps                          # [B]
+    u = rand_rows((B, 1), generator, input_ids.device) if B else torch.zeros(0, 1)
+    rank = sup.long().cumsum(1) - 1                                              # rank among supervised tokens
+    n = sup.sum(1, keepdim=True)
+    noise_mask = sup & (rank + u >= n * (1 - p[:, None]))
     noisy = torch.where(noise_mask, torch.as_tensor(mask_token_id, dtype=input_ids.dtype), input_ids)
     return noisy, noise_mask, p[:, None].expand(B, T).contiguous()
 

@@ -155,11 +155,11 @@ def task_likelihood(model: nn.Module, tokenizer, task: str, split: str = 'test',
 def _saved_canvas(path) -> int:
     "The checkpoint's own sampler canvas (`final/dllm_config.json`), else the run's `dllm.response_canvas`, else the default."
     from pathlib import Path
-    from dllm_nb.config import DLLMConfig, load_config
+    from dllm_nb.config import DLLMConfig, saved_config
     from dllm_nb.generate import saved_run
     if (mnt := saved_run(path).get('sampler', {}).get('max_new_tokens')): return mnt
     for f in (Path(path) / 'config.yaml', Path(path).parent / 'config.yaml'):
-        if f.exists(): return load_config(f).dllm.response_canvas
+        if f.exists(): return saved_config(f).dllm.response_canvas
     return DLLMConfig().response_canvas
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -472,10 +472,10 @@ def saved_run(path) -> dict:
 
 def saved_block_size(path) -> Optional[int]:
     "The training block size: from `dllm_config.json` (self-describing `final/`), else a `config.yaml` in `path` or its parent."
-    from dllm_nb.config import load_config
+    from dllm_nb.config import mode_block_size, saved_config
     if 'block_size' in (run := saved_run(path)): return run['block_size']
     for f in (Path(path) / 'config.yaml', Path(path).parent / 'config.yaml'):
-        if f.exists(): return load_config(f).dllm.block_size
+        if f.exists(): return mode_block_size(saved_config(f))      # the run's mode's own block (old layouts migrated)
     return None
 
 def load_checkpoint(path, device=None, attn_implementation: str = 'sdpa'):

@@ -9,7 +9,7 @@ from typing import ClassVar, Optional, Protocol
 import torch
 from torch import Tensor
 from .core import rand_rows, row_generators
-from .corruption import T_SAMPLING, corrupt_blockwise, corrupt_uniform, corrupt_uniform_random, sample_t
+from .corruption import T_SAMPLING, corrupt_blockwise, corrupt_suffix, corrupt_uniform, corrupt_uniform_random, sample_t
 from .loss import (LossParts, ar_loss, ar_pair_count, ar_pair_mask, block_diffusion_loss, count_noise, count_tokens,
                           hybrid_loss, mdlm_loss)
 from .stages import Batch, Counts, Noised, Stage, Windowed
@@ -47,27 +47,34 @@ def batch_t(batch: Batch, gens, t_sampling: str) -> Tensor:
     "Per-example diffusion times; stratified over the step's global batch when `t_sampling='stratified'`."
     return sample_t(len(gens), gens, t_sampling, global_index=batch.global_index, global_size=batch.global_size)
 
-def uniform_masking(batch: Batch, mask_token_id: int, eps: float, t_sampling: str) -> Noised:
-    "MDLM corruption from each example's `corruption` stream: one `t` per row, each supervised token masked w.p. `p`."
+def uniform_masking(batch: Batch, mask_token_id: int, eps: float, t_sampling: str, suffix_prob: float = 0.0) -> Noised:
+    "MDLM masks from each example's `corruption` stream (one `t` per row); a `suffix_prob` share of training rows is suffix-masked."
     gens = row_generators(batch.sample_seeds, 'corruption')
     t = batch_t(batch, gens, t_sampling)
-    return Noised(batch, *corrupt_uniform(batch.input_ids, batch.loss_mask, mask_token_id, eps, gens, t=t))
+    noisy, noise, p = corrupt_uniform(batch.input_ids, batch.loss_mask, mask_token_id, eps, gens, t=t)
+    if not suffix_prob or batch.step is None: return Noised(batch, noisy, noise, p)   # validation: the plain MDLM ELBO
+    s_noisy, s_noise, _ = corrupt_suffix(batch.input_ids, batch.loss_mask, mask_token_id, eps, gens, t=t)
+    pick = (rand_rows((len(gens), 1), gens, noisy.device) < suffix_prob) if len(gens) else torch.zeros(0, 1, dtype=torch.bool)
+    return Noised(batch, torch.where(pick, s_noisy, noisy), torch.where(pick, s_noise, noise), p)
 
 # %% ../nbs/08_strategies.ipynb
 @dataclass(frozen=True)
 class MDLMSettings:
-    "Settings of `mdlm` (from `dllm.*`; `settings_from_config`)."
+    "Settings of `mdlm` (from the `mdlm:` config section and the shared `dllm.*` keys; `settings_from_config`)."
     mask_token_id: Optional[int] = None     # id that replaces a corrupted token (required)
     eps: float = 1e-3                       # smallest corruption probability, p = (1 - eps) t + eps
     t_sampling: str = 'iid'                 # how t is drawn across the batch: 'iid', 'antithetic', 'stratified'
     ar_warmup_steps: int = 0                # training steps < this take the causal next-token loss instead
     ar_loss_weight: float = 0.0             # later steps (and validation) add this times the same causal loss (co-loss)
-    def __post_init__(self): _need_mask(self.mask_token_id, 'mdlm'); _check_t(self.t_sampling)
+    suffix_mask_prob: float = 0.0           # training rows masked as a suffix (`corrupt_suffix`) instead of uniformly
+    def __post_init__(self):
+        _need_mask(self.mask_token_id, 'mdlm'); _check_t(self.t_sampling)
+        if not 0 <= self.suffix_mask_prob <= 1: raise ValueError(f"suffix_mask_prob={self.suffix_mask_prob} must be in [0, 1].")
     @classmethod
     def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict:
-        d = cfg.dllm
-        return dict(mask_token_id=mask_token_id, eps=d.eps, t_sampling=d.t_sampling, ar_warmup_steps=d.ar_warmup_steps,
-                    ar_loss_weight=d.ar_loss_weight)
+        d, m = cfg.dllm, cfg.mdlm
+        return dict(mask_token_id=mask_token_id, eps=d.eps, t_sampling=d.t_sampling, ar_warmup_steps=m.ar_warmup_steps,
+                    ar_loss_weight=m.ar_loss_weight, suffix_mask_prob=m.suffix_mask_prob)
 
 class MDLMStrategy:
     "Masked diffusion (MDLM / LLaDA): uniform masking, `1/p`-weighted CE; optional causal next-token warm-up phase."
@@ -79,9 +86,9 @@ class MDLMStrategy:
         return batch.step is not None and batch.step < self.settings.ar_warmup_steps
 
     def prepare(self, batch: Batch) -> Batch | Noised:
-        "The clean batch in the AR warm-up phase, else a `Noised` (uniform masking)."
+        "The clean batch in the AR warm-up phase, else a `Noised` (uniform masking, some rows suffix-masked)."
         s = self.settings
-        return batch if self.ar_phase(batch) else uniform_masking(batch, s.mask_token_id, s.eps, s.t_sampling)
+        return batch if self.ar_phase(batch) else uniform_masking(batch, s.mask_token_id, s.eps, s.t_sampling, s.suffix_mask_prob)
 
     def denominators(self, stages: list) -> Counts:
         "Supervised tokens; in the AR phase (or with the co-loss) also the supervised next-token pairs."
@@ -107,7 +114,7 @@ class MDLMStrategy:
 # %% ../nbs/08_strategies.ipynb
 @dataclass(frozen=True)
 class HybridSettings:
-    "Settings of `hybrid` (from `dllm.*`)."
+    "Settings of `hybrid` (from the `hybrid:` config section and the shared `dllm.*` keys)."
     mask_token_id: Optional[int] = None     # id that replaces a corrupted token (required)
     block_size: Optional[int] = 32          # corruption block; None = uniform masking as in MDLM (the reference)
     eps: float = 1e-3                       # smallest corruption level
@@ -117,9 +124,9 @@ class HybridSettings:
     def __post_init__(self): _need_mask(self.mask_token_id, 'hybrid'); _check_t(self.t_sampling)
     @classmethod
     def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict:
-        d = cfg.dllm
-        return dict(mask_token_id=mask_token_id, eps=d.eps, t_sampling=d.t_sampling, block_size=d.block_size,
-                    half_life_ratio=d.half_life_ratio, ar_loss_alpha=d.ar_loss_alpha)
+        d, h = cfg.dllm, cfg.hybrid
+        return dict(mask_token_id=mask_token_id, eps=d.eps, t_sampling=d.t_sampling, block_size=h.block_size,
+                    half_life_ratio=h.half_life_ratio, ar_loss_alpha=h.ar_loss_alpha)
 
 class HybridStrategy:
     "Blockwise late-biased masking (uniform when `block_size=None`) + causal AR co-loss, `ar_loss_alpha` on the diffusion term."
@@ -148,7 +155,7 @@ class HybridStrategy:
 # %% ../nbs/08_strategies.ipynb
 @dataclass(frozen=True)
 class BlockDiffusionSettings:
-    "Settings of `block_diffusion` (from `dllm.*`)."
+    "Settings of `block_diffusion` (from the `block_diffusion:` config section and the shared `dllm.*` keys)."
     vocab_size: Optional[int] = None        # corrupted tokens are drawn uniformly from [0, vocab_size) (required)
     block_size: int = 4                     # canvas block length
     eps: float = 1e-3                       # smallest corruption level
@@ -165,10 +172,10 @@ class BlockDiffusionSettings:
         _check_t(self.t_sampling)
     @classmethod
     def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict:
-        d = cfg.dllm
-        return dict(vocab_size=vocab_size, eps=d.eps, t_sampling=d.t_sampling, block_size=d.block_size,
-                    sliding_window=d.sliding_window, pad_token_id=pad_token_id, self_conditioning=d.self_conditioning,
-                    self_cond_prob=d.self_cond_prob, encoder_loss_weight=d.encoder_loss_weight, scored_blocks=d.scored_blocks)
+        d, b = cfg.dllm, cfg.block_diffusion
+        return dict(vocab_size=vocab_size, eps=d.eps, t_sampling=d.t_sampling, block_size=b.block_size,
+                    sliding_window=b.sliding_window, pad_token_id=pad_token_id, self_conditioning=b.self_conditioning,
+                    self_cond_prob=b.self_cond_prob, encoder_loss_weight=b.encoder_loss_weight, scored_blocks=b.scored_blocks)
 
 class BlockDiffusionStrategy:
     "Encoder/canvas block diffusion: uniform-random corruption, scored block(s), encoder AR co-loss, self-conditioning."

@@ -51,7 +51,7 @@ def run_metadata(trainer, mask_token_id) -> dict:
     from dllm_nb.eval import sampler_settings
     cfg, d = trainer.cfg, trainer.cfg.dllm
     return dict(mode=d.mode, block_size=mode_block_size(cfg), mask_token=d.mask_token if mask_token_id is not None else None,
-                mask_token_id=mask_token_id, self_conditioning=d.mode == 'block_diffusion' and d.self_conditioning,
+                mask_token_id=mask_token_id, self_conditioning=d.mode == 'block_diffusion' and cfg.block_diffusion.self_conditioning,
                 base_model=cfg.model.path, dataset=cfg.data.dataset, steps_trained=cfg.train.max_steps,
                 sampler=dict(sampler_settings(cfg), temperature=0.0))       # the same defaults as eval and report_builtin
 

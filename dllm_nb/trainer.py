@@ -115,7 +115,7 @@ def build_model(cfg, tokenizer, verbose: bool = True):
     if len(tokenizer) > backbone.get_input_embeddings().num_embeddings:   # tokens the tokenizer gained (pad, roles)
         backbone.resize_token_embeddings(len(tokenizer))
     if d.mode == 'block_diffusion':   # corrupts with random tokens: no mask token, no resize
-        return BlockDiffusionLM(backbone, self_conditioning=d.self_conditioning), None
+        return BlockDiffusionLM(backbone, self_conditioning=cfg.block_diffusion.self_conditioning), None
     n_vocab = len(tokenizer)
     mask_id = add_mask_token(backbone, tokenizer, d.mask_token)
     if verbose and int(os.environ.get('RANK', 0)) == 0:
@@ -123,7 +123,8 @@ def build_model(cfg, tokenizer, verbose: bool = True):
         print(f'mask token {d.mask_token!r} = id {mask_id}, {how}')
     if d.mode == 'idlm':
         return IntrospectiveDiffusionLM(backbone, block_size=cfg.idlm.block_size), mask_id
-    return MaskedDiffusionLM(backbone, supervise_padding=d.supervise_padding, shift_logits=d.shift_logits), mask_id
+    shift = d.mode == 'mdlm' and cfg.mdlm.shift_logits                  # Dream's shift: an mdlm setting
+    return MaskedDiffusionLM(backbone, supervise_padding=d.supervise_padding, shift_logits=shift), mask_id
 
 def build_strategy(cfg, tokenizer, mask_token_id, vocab_size: int):
     "The `dllm_nb.strategies` strategy for `cfg.dllm.mode`, built from its typed settings (`settings_from_config`)."
@@ -136,7 +137,7 @@ def build_collator(cfg, tokenizer):
     "The `DLLMCollator` for the mode: block fill for hybrid/block_diffusion, response window for block_diffusion."
     d = cfg.dllm
     return DLLMCollator(tokenizer.pad_token_id, tokenizer.eos_token_id,
-                        block_size=d.block_size if d.mode not in ('mdlm', 'idlm', 'dflash') else None,
+                        block_size=mode_block_size(cfg) if d.mode in ('hybrid', 'block_diffusion') else None,
                         pad_seq_len_divisible=cfg.data.pad_seq_len_divisible, supervise_padding=d.supervise_padding,
                         response_window=d.mode == 'block_diffusion',
                         response_canvas=d.response_canvas if d.mode in ('mdlm', 'hybrid') else None)

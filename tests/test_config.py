@@ -7,7 +7,7 @@ import yaml
 from hypothesis import given, settings, strategies as st
 
 from dllm_nb.config import (Config, ConfigError, DLLMConfig, TrainConfig, config_keys, config_to_dict, load_config,
-                            save_config, validate_config)
+                            save_config, saved_config, validate_config)
 
 ROOT = Path(__file__).resolve().parents[1]
 PRESETS = sorted((ROOT / 'configs').glob('*.yaml'))
@@ -31,13 +31,15 @@ def test_preset_loads_validates_and_round_trips(path, tmp_path):
 
 def test_presets_say_what_they_are():
     cfgs = {p.stem: load_config(p, world_size=1) for p in PRESETS}
-    assert (cfgs['default'].dllm.mode, cfgs['default'].dllm.self_conditioning) == ('block_diffusion', True)
-    assert cfgs['default'].dllm.block_size in (4, 8) and cfgs['default'].model.path is None
+    assert (cfgs['default'].dllm.mode, cfgs['default'].block_diffusion.self_conditioning) == ('block_diffusion', True)
+    assert cfgs['default'].block_diffusion.block_size in (4, 8) and cfgs['default'].model.path is None
     assert cfgs['mdlm_tiny'].dllm.mode == 'mdlm' and cfgs['hybrid_tiny'].dllm.mode == 'hybrid'
     l = cfgs['llada_sft']
     assert (l.dllm.mode, l.model.dtype, l.model.attn_implementation) == ('mdlm', 'bfloat16', 'flex_attention')
     g = cfgs['diffusiongemma_sft']
-    assert (g.dllm.mode, g.dllm.block_size, g.dllm.self_conditioning) == ('block_diffusion', 256, True)
+    assert (g.dllm.mode, g.block_diffusion.block_size, g.block_diffusion.self_conditioning) == ('block_diffusion', 256, True)
+    m = cfgs['mdlm_cpu']
+    assert (m.dllm.mode, m.mdlm.ar_warmup_steps, m.mdlm.shift_logits, m.mdlm.ar_loss_weight) == ('mdlm', 600, True, 1.0)
 
 
 def test_default_yaml_is_the_dataclass_default():
@@ -104,19 +106,30 @@ def test_unknown_yaml_key_and_bad_yaml(tmp_path):
 @pytest.mark.parametrize('overrides, match', [
     (['dllm.mode=mdlm', 'dllm.mask_token=null'], 'needs dllm.mask_token'),
     (['dllm.mode=hybrid', 'dllm.mask_token='], 'needs dllm.mask_token'),
-    (['dllm.block_size=0'], 'dllm.block_size=0 must be >= 1'),
-    (['dllm.mode=mdlm', 'dllm.sliding_window=8'], 'needs dllm.mode=block_diffusion'),
-    (['dllm.sliding_window=0'], 'sliding_window=0 must be >= 1'),
-    (['data.max_len=62'], 'not a multiple of 4 (from dllm.block_size=4)'),
-    (['data.pad_seq_len_divisible=6'], 'not a multiple of 12 (from dllm.block_size=4 and data.pad_seq_len_divisible=6)'),
+    (['block_diffusion.block_size=0'], 'block_diffusion.block_size=0 must be >= 1'),
+    (['dllm.mode=hybrid', 'hybrid.block_size=0'], 'hybrid.block_size=0 must be >= 1'),
+    (['dllm.mode=mdlm', 'block_diffusion.sliding_window=8'],
+     "block_diffusion.sliding_window=8 is set, but only dllm.mode=block_diffusion reads the block_diffusion: section and "
+     "the mode is 'mdlm': remove it (default None), or set dllm.mode=block_diffusion"),
+    (['dllm.mode=idlm', 'dflash.target=x'], "dflash.target='x' is set, but only dllm.mode=dflash reads"),
+    (['block_diffusion.sliding_window=0'], 'sliding_window=0 must be >= 1'),
+    (['data.max_len=62'], 'not a multiple of 4 (from block_diffusion.block_size=4)'),
+    (['data.pad_seq_len_divisible=6'], 'not a multiple of 12 (from block_diffusion.block_size=4 and data.pad_seq_len_divisible=6)'),
+    (['dllm.mode=hybrid', 'hybrid.block_size=8', 'data.max_len=60'], 'not a multiple of 8 (from hybrid.block_size=8)'),
     (['dllm.mode=mdlm', 'data.max_len=60', 'data.pad_seq_len_divisible=16'], 'set data.max_len to 48 or 64'),
     (['train.warmup_steps=2500'], 'warmup_steps=2500'),
     (['train.resume=/no/such/ckpt'], 'does not exist'),
     (['model.num_heads=3'], 'not divisible by model.num_heads=3'),
     (['train.betas=0.9,1.0'], 'betas'),
     (['dllm.eps=0'], 'dllm.eps=0.0 must be in (0, 1)'),
-    (['dllm.mode=mdlm', 'dllm.ar_loss_weight=-1'], 'dllm.ar_loss_weight=-1.0 must be >= 0'),
-    (['dllm.ar_loss_weight=0.5'], 'dllm.ar_loss_weight are mdlm settings'),
+    (['dllm.mode=mdlm', 'mdlm.ar_loss_weight=-1'], 'mdlm.ar_loss_weight=-1.0 must be >= 0'),
+    (['mdlm.ar_loss_weight=0.5'], "mdlm.ar_loss_weight=0.5 is set, but only dllm.mode=mdlm reads"),
+    # the flat keys of the layout before per-mode sections name their new home
+    (['dllm.mode=mdlm', 'dllm.ar_loss_weight=1'], 'dllm.ar_loss_weight moved to mdlm.ar_loss_weight'),
+    (['dllm.block_size=8', 'dllm.mode=hybrid'], 'dllm.block_size moved to hybrid.block_size'),
+    (['dllm.mode=mdlm', 'dllm.self_conditioning=false'],
+     "dllm.self_conditioning moved to block_diffusion.self_conditioning (each mode's settings are in its own section): "
+     "only dllm.mode=block_diffusion reads it and the mode is 'mdlm'"),
 ])
 def test_inconsistent_settings(overrides, match):
     with pytest.raises(ConfigError, match=re.escape(match)):
@@ -155,10 +168,10 @@ def test_batch_arithmetic(G, mb, W):
 @given(st.sampled_from(['mdlm', 'hybrid', 'block_diffusion']), st.sampled_from([1, 2, 4, 8]), st.integers(1, 40),
        st.floats(1e-6, 1.0, allow_nan=False), st.booleans(), st.sampled_from(['iid', 'antithetic', 'stratified']))
 def test_round_trip_through_yaml_and_cli(mode, block, steps, lr, sc, ts):
-    ov = [f'dllm.mode={mode}', f'dllm.block_size={block}', f'train.max_steps={steps}', f'train.warmup_steps=0',
-          f'train.lr={lr!r}', f'dllm.self_conditioning={sc}', f'dllm.t_sampling={ts}']
+    ov = [f'dllm.mode={mode}', f'{mode}.block_size={block}', f'train.max_steps={steps}', f'train.warmup_steps=0',
+          f'train.lr={lr!r}', f'dllm.t_sampling={ts}'] + ([f'block_diffusion.self_conditioning={sc}'] if mode == 'block_diffusion' else [])
     cfg = load_config(None, ov, world_size=1)
-    assert (cfg.dllm.mode, cfg.dllm.block_size, cfg.train.max_steps, cfg.train.lr) == (mode, block, steps, lr)
+    assert (cfg.dllm.mode, getattr(cfg, mode).block_size, cfg.train.max_steps, cfg.train.lr) == (mode, block, steps, lr)
     d = config_to_dict(cfg)
     assert yaml.safe_load(yaml.safe_dump(d)) == d
     flat = [f'{s}.{k}={v}' for s, sec in d.items() if isinstance(sec, dict) for k, v in sec.items()
@@ -168,11 +181,30 @@ def test_round_trip_through_yaml_and_cli(mode, block, steps, lr, sc, ts):
 
 
 def test_mdlm_ar_loss_weight_reaches_the_strategy():
-    "dllm.ar_loss_weight is wired from the config to MDLMStrategy (0 by default; configs/mdlm_cpu.yaml turns it on)."
+    "mdlm.ar_loss_weight is wired from the config to MDLMStrategy (0 by default; configs/mdlm_cpu.yaml turns it on)."
     from dllm_nb.data import load_tokenizer
     from dllm_nb.trainer import build_strategy
     tok = load_tokenizer(None)
-    for path, overrides, want in ((None, ['dllm.mode=mdlm'], 0.0), (None, ['dllm.mode=mdlm', 'dllm.ar_loss_weight=0.25'], 0.25),
+    for path, overrides, want in ((None, ['dllm.mode=mdlm'], 0.0), (None, ['dllm.mode=mdlm', 'mdlm.ar_loss_weight=0.25'], 0.25),
                                   ('configs/mdlm_cpu.yaml', [], 1.0)):
         strategy = build_strategy(load_config(path, overrides, world_size=1), tok, 2, len(tok))
         assert strategy.settings.ar_loss_weight == want, (path, overrides, strategy.settings)
+
+
+def test_old_layout_yaml_is_an_error_but_an_old_run_folder_migrates(tmp_path, caplog):
+    "A preset in the flat dllm.* layout is refused (naming the new keys); a run folder's saved config.yaml is migrated."
+    from dllm_nb.generate import saved_block_size
+    old = dict(dllm=dict(mode='hybrid', block_size=8, half_life_ratio=0.5, self_conditioning=False, eps=0.01),
+               data=dict(max_len=64), train=dict(max_steps=50))
+    (tmp_path / 'config.yaml').write_text(yaml.safe_dump(old))
+    with pytest.raises(ConfigError) as e: load_config(tmp_path / 'config.yaml', world_size=1)
+    assert [p.split(' (')[0] for p in e.value.problems] == ['dllm.block_size moved to hybrid.block_size',
+        'dllm.half_life_ratio moved to hybrid.half_life_ratio', 'dllm.self_conditioning moved to block_diffusion.self_conditioning']
+    with caplog.at_level('WARNING', logger='dllm_nb.config'):
+        cfg = saved_config(tmp_path / 'config.yaml')
+        assert saved_block_size(tmp_path / 'final') == 8                    # generate/eval read the run's config.yaml
+    assert (cfg.dllm.eps, cfg.hybrid.block_size, cfg.hybrid.half_life_ratio, cfg.train.max_steps) == (0.01, 8, 0.5, 50)
+    assert cfg.block_diffusion == Config().block_diffusion                   # hybrid never read self_conditioning: dropped
+    msgs = [r.getMessage() for r in caplog.records if r.name == 'dllm_nb.config']
+    assert len(msgs) == 2 and 'dllm.block_size -> hybrid.block_size' in msgs[0] and 'self_conditioning=False dropped' in msgs[0]
+    validate_config(cfg)

@@ -64,7 +64,7 @@ def test_torchrun_cli_checkpoints_and_resume(tmp_path):
 
 
 def test_bad_config_fails_before_work(tmp_path):
-    r = subprocess.run([sys.executable, '-m', 'dllm_nb.train', 'train.max_step=3', 'dllm.block_size=0',
+    r = subprocess.run([sys.executable, '-m', 'dllm_nb.train', 'train.max_step=3', 'block_diffusion.block_size=0',
                         f'output_dir={tmp_path}'], env=ENV, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 2
     assert 'train.max_step' in r.stderr and 'max_steps' in r.stderr   # names the key and suggests the right one
@@ -96,12 +96,18 @@ def test_bf16_autocast_under_ddp_but_not_fsdp():
 
 
 def test_resume_check_ignores_other_modes_sections():
-    "A block_diffusion run's resume is not refused over idlm.*/dflash.* keys it never reads; its own keys still count."
+    "A block_diffusion run's resume is not refused over other modes' sections it never reads; its own keys still count."
+    import dataclasses
     from dllm_nb.config import load_config
     from dllm_nb.checkpoint import config_changes
     old = load_config('default', world_size=1)
-    assert config_changes(old, load_config('default', ['idlm.block_size=3', 'dflash.block_size=4'], world_size=1)) == []
-    assert config_changes(old, load_config('default', ['dllm.block_size=8'], world_size=1)) == ['dllm.block_size: 4 -> 8']
+    other = dataclasses.replace(old, mdlm=dataclasses.replace(old.mdlm, ar_loss_weight=1.0),     # (load_config refuses
+                                hybrid=dataclasses.replace(old.hybrid, block_size=8),            # these; an older
+                                idlm=dataclasses.replace(old.idlm, block_size=3),                # checkpoint may
+                                dflash=dataclasses.replace(old.dflash, block_size=4))            # hold them)
+    assert config_changes(old, other) == []
+    assert config_changes(old, load_config('default', ['block_diffusion.block_size=8'], world_size=1)) == \
+        ['block_diffusion.block_size: 4 -> 8']
     idlm = load_config('default', ['dllm.mode=idlm'], world_size=1)
     assert config_changes(idlm, load_config('default', ['dllm.mode=idlm', 'idlm.block_size=2'], world_size=1)) == \
         ['idlm.block_size: 1 -> 2']
