@@ -139,9 +139,9 @@ def model_table(path, args):
     names = list(samplers)
     samplers = {name: (fn, model.backbone) for name, fn in samplers.items()}
     if args.base_model:                         # the pretrained model before fine-tuning, same prompts and tokenizer
-        base = base_causal_lm(args.base_model)
+        base_lm = base_causal_lm(args.base_model)
         samplers['AR, base model before fine-tuning'] = (
-            lambda p, n, seeds: generate_autoregressive_cached(base, p, n, tok), base)
+            lambda p, n, seeds: generate_autoregressive_cached(base_lm, p, n, tok), base_lm)
     print(f'\n## {type(model).__name__} {path}: {len(examples)} test prompts (builtin:default), max_new_tokens {max_new}, '
           f'threads {args.threads}, {args.clock} clock, best of {args.repeats}')
     print(f"{'sampler':<40} {'batch':>5} {'tokens/s':>9} {'calls/token':>12} {'exact':>6} {'agree':>6} {'vs AR':>6}")
