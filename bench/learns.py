@@ -3,7 +3,8 @@
 Trains the config five ways on the built-in tasks, single process, on the same data order, once per seed
 (`--seeds N` from `--first-seed`; the config's `seed` = model init, data order and noise):
   * `mdlm`            - `dllm_nb.trainer.Trainer(cfg).fit()` with `dllm.mode=mdlm` (use `--config configs/mdlm_cpu.yaml`
-                        for the mdlm recipe that learns at this scale: AR warm-up + shifted logits + AR co-loss);
+                        for the mdlm recipe that learns at this scale: AR warm-up + shifted logits + AR co-loss +
+                        suffix masks);
   * `block_diffusion` - the same with `dllm.mode=block_diffusion` (the default);
   * `hybrid`          - the same with `dllm.mode=hybrid` (blockwise masking + next-token co-loss on a bidirectional
                         MDLM backbone; decoded with the MDLM sampler);

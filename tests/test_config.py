@@ -39,7 +39,8 @@ def test_presets_say_what_they_are():
     g = cfgs['diffusiongemma_sft']
     assert (g.dllm.mode, g.block_diffusion.block_size, g.block_diffusion.self_conditioning) == ('block_diffusion', 256, True)
     m = cfgs['mdlm_cpu']
-    assert (m.dllm.mode, m.mdlm.ar_warmup_steps, m.mdlm.shift_logits, m.mdlm.ar_loss_weight) == ('mdlm', 600, True, 1.0)
+    assert (m.dllm.mode, m.mdlm.ar_warmup_steps, m.mdlm.shift_logits, m.mdlm.ar_loss_weight, m.mdlm.suffix_mask_prob) == \
+        ('mdlm', 600, True, 1.0, 0.75)
 
 
 def test_default_yaml_is_the_dataclass_default():
@@ -180,15 +181,16 @@ def test_round_trip_through_yaml_and_cli(mode, block, steps, lr, sc, ts):
     assert again == cfg
 
 
-def test_mdlm_ar_loss_weight_reaches_the_strategy():
-    "mdlm.ar_loss_weight is wired from the config to MDLMStrategy (0 by default; configs/mdlm_cpu.yaml turns it on)."
+def test_mdlm_ar_loss_weight_and_suffix_masks_reach_the_strategy():
+    "mdlm.ar_loss_weight / suffix_mask_prob are wired from the config to MDLMStrategy (0 by default; mdlm_cpu.yaml sets them)."
     from dllm_nb.data import load_tokenizer
     from dllm_nb.trainer import build_strategy
     tok = load_tokenizer(None)
-    for path, overrides, want in ((None, ['dllm.mode=mdlm'], 0.0), (None, ['dllm.mode=mdlm', 'mdlm.ar_loss_weight=0.25'], 0.25),
-                                  ('configs/mdlm_cpu.yaml', [], 1.0)):
-        strategy = build_strategy(load_config(path, overrides, world_size=1), tok, 2, len(tok))
-        assert strategy.settings.ar_loss_weight == want, (path, overrides, strategy.settings)
+    for path, overrides, want in ((None, ['dllm.mode=mdlm'], (0.0, 0.0)),
+                                  (None, ['dllm.mode=mdlm', 'mdlm.ar_loss_weight=0.25', 'mdlm.suffix_mask_prob=0.5'], (0.25, 0.5)),
+                                  ('configs/mdlm_cpu.yaml', [], (1.0, 0.75))):
+        s = build_strategy(load_config(path, overrides, world_size=1), tok, 2, len(tok)).settings
+        assert (s.ar_loss_weight, s.suffix_mask_prob) == want, (path, overrides, s)
 
 
 def test_old_layout_yaml_is_an_error_but_an_old_run_folder_migrates(tmp_path, caplog):
