@@ -51,13 +51,18 @@ def sample_t(n_rows: int, generator: Generators = None, mode: str = 'iid',
     return u.to(device)
 
 # %% ../nbs/04_corruption.ipynb
+def _mask_probs(input_ids: Tensor, loss_mask: Tensor, eps: float, generator: Generators, t: Tensor | None):
+    "Checked supervised mask and each row's `p = (1-eps) t + eps` (`t` drawn from `generator` when not given)."
+    sup = _check(input_ids, loss_mask, eps)
+    B = input_ids.shape[0]
+    if t is None: t = sample_t(B, generator)
+    return sup, (1 - eps) * _rows(t, B, input_ids.device) + eps                  # [B,T] bool, [B]
+
 def corrupt_uniform(input_ids: Tensor, loss_mask: Tensor, mask_token_id: int, eps: float = 1e-3,
                     generator: Generators = None, t: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
     "Mask each supervised token with its row's probability `p = (1-eps) t + eps`; `p_mask` is `p` on the whole row."
-    sup = _check(input_ids, loss_mask, eps)
+    sup, p = _mask_probs(input_ids, loss_mask, eps, generator, t)
     B, T = input_ids.shape
-    if t is None: t = sample_t(B, generator)
-    p = (1 - eps) * _rows(t, B, input_ids.device) + eps                          # [B]
     u = rand_rows((B, T), generator, input_ids.device) if B else torch.zeros(0, T)
     noise_mask = (u < p[:, None]) & sup
     noisy = torch.where(noise_mask, torch.as_tensor(mask_token_id, dtype=input_ids.dtype), input_ids)
@@ -67,10 +72,8 @@ def corrupt_uniform(input_ids: Tensor, loss_mask: Tensor, mask_token_id: int, ep
 def corrupt_suffix(input_ids: Tensor, loss_mask: Tensor, mask_token_id: int, eps: float = 1e-3,
                    generator: Generators = None, t: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
     "Mask the last `⌊n p + u⌋` of each row's `n` supervised tokens, `p = (1-eps) t + eps`, `u ~ U[0,1)`; `p_mask = p`."
-    sup = _check(input_ids, loss_mask, eps)
+    sup, p = _mask_probs(input_ids, loss_mask, eps, generator, t)
     B, T = input_ids.shape
-    if t is None: t = sample_t(B, generator)
-    p = (1 - eps) * _rows(t, B, input_ids.device) + eps                          # [B]
     u = rand_rows((B, 1), generator, input_ids.device) if B else torch.zeros(0, 1)
     rank = sup.long().cumsum(1) - 1                                              # rank among supervised tokens
     n = sup.sum(1, keepdim=True)
