@@ -10,7 +10,7 @@ import torch
 
 # %% auto 0
 __all__ = ['STREAMS', 'Generators', 'splitmix64', 'global_position', 'sample_seed', 'sample_seeds', 'stream_seed',
-           'row_generators', 'rand_rows', 'randint_rows', 'default_device', 'cdiv']
+           'row_generators', 'rand_rows', 'randint_rows', 'default_device', 'cdiv', 'printable']
 
 # %% ../nbs/00_core.ipynb
 _MASK64 = (1 << 64) - 1
@@ -99,3 +99,7 @@ def default_device() -> torch.device:
 def cdiv(a: int, b: int) -> int:
     "Ceiling division for non-negative ints."
     return -(-a // b)
+
+def printable(text: str) -> str:
+    "`text` with control characters spelled as `\\xNN` (token labels in pictures: fonts have no glyph for them)."
+    return ''.join(ch if ch.isprintable() else f'\\x{ord(ch):02x}' for ch in text)

@@ -15,7 +15,7 @@ from torch import Tensor, nn
 from fastcore.imports import IN_NOTEBOOK
 from transformers import DynamicCache
 from transformers.cache_utils import Cache, DynamicLayer
-from .core import rand_rows, randint_rows, row_generators
+from .core import printable, rand_rows, randint_rows, row_generators
 from .masks import build_batched_block_mask, build_encoder_mask
 from .models import (DLLM_CONFIG_NAME, BlockDiffusionLM, MaskedDiffusionLM, SharedKVCache, canvas_position_ids,
                             model_attention_mask)
@@ -441,7 +441,7 @@ def plot_trajectory(traj: Trajectory, row: int = 0, tokenizer=None, ax=None, tit
     ax.imshow(state, cmap=ListedColormap(STATE_COLORS), vmin=-.5, vmax=3.5, aspect='auto', interpolation='nearest')
     if tokenizer is not None and G * N <= 600:
         for (n, g), s in zip(((n, g) for n in range(N) for g in range(G)), state.flatten()):
-            if s != ABSENT: ax.text(g, n, tokenizer.decode([int(ids[n, g])])[:4], ha='center', va='center', fontsize=5)
+            if s != ABSENT: ax.text(g, n, printable(tokenizer.decode([int(ids[n, g])]))[:4], ha='center', va='center', fontsize=5)
     ax.set_xlabel('generated position', fontsize=8); ax.set_ylabel('step', fontsize=8); ax.tick_params(labelsize=7)
     ax.legend(handles=[Patch(facecolor=c, edgecolor='k', lw=.3, label=s) for c, s in zip(STATE_COLORS, STATES)],
               fontsize=6, loc='upper left', bbox_to_anchor=(1.01, 1), frameon=False)

@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import Optional, Sequence
 import torch
 from torch import Tensor
-from .core import row_generators
+from .core import printable, row_generators
 from .masks import build_batched_block_mask, bd3_training_mask, plot_block_mask
 from .corruption import (sample_t, corrupt_uniform, corrupt_blockwise, corrupt_uniform_random,
                                 corrupt_all_masked)
@@ -172,7 +172,7 @@ def plot_corruption_strip(x0: Tensor, xt: Tensor, noise_mask: Tensor, loss_mask:
     for k, (new, noisy, sup) in enumerate(zip(xt.tolist(), noise_mask.tolist(), loss_mask.tolist())):
         (r, c) = divmod(k, width)
         color = ('tab:red' if new == mask_token_id else 'tab:purple') if noisy else 'tab:orange' if sup else '0.85'
-        label = tokenizer.convert_ids_to_tokens(new).replace('Ġ', '·').strip('<|>')[:6]
+        label = printable(tokenizer.convert_ids_to_tokens(new).replace('Ġ', '·').strip('<|>'))[:6]
         ax.add_patch(plt.Rectangle((c, -r), .95, .9, color=color))
         ax.text(c + .47, -r + .45, label, ha='center', va='center', fontsize=6, color='w' if noisy else 'k')
         if block_size and k % block_size == 0: ax.plot([c - .03] * 2, [-r - .05, -r + .95], 'k', lw=1)
