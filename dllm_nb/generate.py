@@ -17,7 +17,7 @@ from transformers import DynamicCache
 from transformers.cache_utils import Cache, DynamicLayer
 from .core import printable, rand_rows, randint_rows, row_generators
 from .masks import build_batched_block_mask, build_encoder_mask
-from .models import (DLLM_CONFIG_NAME, BlockDiffusionLM, MaskedDiffusionLM, SharedKVCache, canvas_position_ids,
+from .models import (DLLM_CONFIG_NAME, BlockDiffusionLM, MaskedDiffusionLM, canvas_position_ids,
                             model_attention_mask)
 
 # %% auto 0
@@ -85,13 +85,13 @@ def transfer_schedule(n: int, steps: int) -> list[int]:
     return [base + (s < extra) for s in range(steps)]
 
 def select_transfer(conf: Tensor, candidates: Tensor, k: Optional[int] = None, threshold: Optional[float] = None) -> Tensor:
-    "Bool `[B, L]`: the `k` most confident candidates per row, or (with `threshold`) all above it plus the best one."
+    "Bool `[B, L]`: the `k` (an int, or one per row) most confident candidates per row, or (with `threshold`) all above it plus the best one."
     score = conf.float().masked_fill(~candidates, -torch.inf)
     if threshold is not None:
         best = F.one_hot(score.argmax(-1), conf.shape[-1]).bool()
         return candidates & ((score > threshold) | best)
     rank = score.argsort(dim=-1, descending=True, stable=True).argsort(dim=-1)       # 0 = most confident
-    return candidates & (rank < k)
+    return candidates & (rank < (k[:, None] if torch.is_tensor(k) else k))
 
 # %% ../nbs/12_generate.ipynb
 STATES = ('noise', 'new', 'stable', 'absent')
@@ -259,16 +259,14 @@ def _last_mlp_rows_from(backbone: nn.Module, n: int):
         if own: mlp.forward = fwd
         else: del mlp.forward
 
-def _canvas_embeds(model: BlockDiffusionLM, canvas: Tensor, prev_logits: Optional[Tensor] = None,
-                   has_prev: Optional[Tensor] = None) -> Tensor:
-    "Canvas input embeddings `[n, r, H]`, self-conditioned on `prev_logits` for the rows in `has_prev` (default: all)."
-    x = model.backbone.get_input_embeddings()(canvas)
-    if prev_logits is None or not model.self_conditioning: return x
-    if has_prev is None: return x + model.self_cond(model.self_cond_input(prev_logits))
-    if has_prev.any():                                  # rows on their block's first step have no previous logits
-        i = has_prev.nonzero()[:, 0]
-        x[i] = x[i] + model.self_cond(model.self_cond_input(prev_logits[i]))
-    return x
+def _self_cond_args(model: BlockDiffusionLM, prev_logits: Optional[Tensor] = None,
+                    has_prev: Optional[Tensor] = None) -> tuple[Optional[Tensor], Optional[Tensor]]:
+    "`(self_cond_embeds, self_cond_rows)` for `canvas_embeds` / `decode`: the rows in `has_prev` (default: all)."
+    if prev_logits is None or not model.self_conditioning: return None, None
+    if has_prev is None: return model.self_cond_input(prev_logits), None
+    if not has_prev.any(): return None, None            # rows on their block's first step have no previous logits
+    i = has_prev.nonzero()[:, 0]
+    return model.self_cond_input(prev_logits[i]), i
 
 class CachedContext:
     "Prompt + committed blocks as per-layer K/V; clean tokens enter the cache as causal rows of the next canvas pass."
@@ -292,7 +290,7 @@ class CachedContext:
 
     def logits(self, canvas: Tensor, prev_logits: Optional[Tensor] = None, has_prev: Optional[Tensor] = None) -> Tensor:
         "Logits `[n, r, V]` of the canvas `[n, r]` against the context (pending clean tokens appended in the same pass)."
-        return self._pass(_canvas_embeds(self.model, canvas, prev_logits, has_prev))
+        return self._pass(self.model.canvas_embeds(canvas, *_self_cond_args(self.model, prev_logits, has_prev)))
 
     def flush(self) -> None:
         "Append the pending clean tokens now, in a pass without canvas."
@@ -340,9 +338,7 @@ class ReencodeContext:
         am = (torch.arange(ids.shape[1], device=ids.device)[None] < L[:, None]).long()
         state = m.encode(ids, build_encoder_mask(am, self.w), return_logits=False)
         mask = build_batched_block_mask(L, torch.full_like(L, b), ids.shape[1], b, self.w)
-        return m.backbone(inputs_embeds=_canvas_embeds(m, canvas, prev_logits, has_prev), attention_mask=m._mask(mask),
-                          use_cache=True, cache=SharedKVCache(m.num_layers, state.kv),
-                          position_ids=canvas_position_ids(L, b)).logits
+        return m.decode(state, canvas, mask, canvas_position_ids(L, b), *_self_cond_args(m, prev_logits, has_prev)).logits
 
     def commit(self, block: Tensor, rows: Optional[Tensor] = None) -> None:
         for i, new in zip(range(len(self.rows)) if rows is None else rows.tolist(), block.tolist()): self.rows[i] += new
@@ -360,8 +356,7 @@ def denoise_step(logits: Tensor, n_keep: Tensor, prev_arg: Tensor, has_prev: Ten
     "One step for the rows of a pass: `(x0, keep, done, arg)`; row `i` keeps its `n_keep[i]` most confident predictions."
     x0, conf = predict_tokens(logits, temperature, gens)
     arg = x0 if temperature == 0 else logits.argmax(-1)                                 # greedy: x0 is the argmax
-    rank = conf.argsort(dim=-1, descending=True, stable=True).argsort(dim=-1)           # 0 = most confident
-    keep = rank < n_keep[:, None]                                      # the schedule's budget (`select_transfer`'s rule)
+    keep = select_transfer(conf, torch.ones_like(x0, dtype=torch.bool), n_keep)         # the schedule's budget
     if threshold is not None: keep = keep | (conf > threshold)                          # + everything confident
     done = keep.all(-1) | (has_prev & (arg == prev_arg).all(-1))                         # all kept, or stable
     return x0, keep | done[:, None], done, arg

@@ -359,15 +359,22 @@ class BlockDiffusionLM(_DLLMWrapper):
         return EncoderState(cache.kv, out.logits if return_logits else None)
 
     def decode(self, state: EncoderState, canvas_ids: Tensor, decoder_mask: MaskLike, decoder_position_ids: Tensor,
-               self_cond_embeds: Optional[Tensor] = None, **backbone_kw):
+               self_cond_embeds: Optional[Tensor] = None, self_cond_rows: Optional[Tensor] = None, **backbone_kw):
         "One canvas pass over `[encoder ; canvas]` keys (a fresh read-only cache); returns the backbone output."
-        x = self.backbone.get_input_embeddings()(canvas_ids)
-        if self_cond_embeds is not None:
-            if self.self_cond is None: raise ValueError("self_cond_embeds given to a model built with self_conditioning=False.")
-            x = x + self.self_cond(self_cond_embeds)
-        return self.backbone(inputs_embeds=x, attention_mask=self._mask(decoder_mask), use_cache=True,
+        return self.backbone(inputs_embeds=self.canvas_embeds(canvas_ids, self_cond_embeds, self_cond_rows),
+                             attention_mask=self._mask(decoder_mask), use_cache=True,
                              cache=SharedKVCache(self.num_layers, state.kv), position_ids=decoder_position_ids,
                              **backbone_kw)
+
+    def canvas_embeds(self, canvas_ids: Tensor, self_cond_embeds: Optional[Tensor] = None,
+                      self_cond_rows: Optional[Tensor] = None) -> Tensor:
+        "Canvas input embeddings `[n, r, H]` + `self_cond(self_cond_embeds)` on `self_cond_rows` (default: every row)."
+        x = self.backbone.get_input_embeddings()(canvas_ids)
+        if self_cond_embeds is None: return x
+        if self.self_cond is None: raise ValueError("self_cond_embeds given to a model built with self_conditioning=False.")
+        if self_cond_rows is None: return x + self.self_cond(self_cond_embeds)
+        x[self_cond_rows] = x[self_cond_rows] + self.self_cond(self_cond_embeds)   # sampling: rows past their first step
+        return x
 
     def self_cond_input(self, logits: Tensor, coins: Optional[Tensor] = None) -> Tensor:
         "Soft embedding of `logits` `[B, R, V]`, zeroed for examples whose coin is False."
