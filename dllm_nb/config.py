@@ -16,12 +16,19 @@ import yaml
 logger = logging.getLogger(__name__)
 
 # %% auto 0
-__all__ = ['logger', 'MODE_SECTIONS', 'MOVED_KEYS', 'ModelConfig', 'DataConfig', 'DLLMConfig', 'MDLMConfig', 'HybridConfig',
-           'BlockDiffusionConfig', 'IDLMConfig', 'DFlashConfig', 'TrainConfig', 'Config', 'mode_block_size',
-           'ConfigError', 'parse_value', 'config_keys', 'config_help', 'moved_key', 'validate_config', 'load_config',
-           'config_to_dict', 'save_config', 'migrate_config', 'saved_config']
+__all__ = ['logger', 'MODE_SECTIONS', 'MOVED_KEYS', 'LoRAConfig', 'ModelConfig', 'DataConfig', 'DLLMConfig', 'MDLMConfig',
+           'HybridConfig', 'BlockDiffusionConfig', 'IDLMConfig', 'DFlashConfig', 'TrainConfig', 'Config',
+           'mode_block_size', 'ConfigError', 'parse_value', 'config_keys', 'config_help', 'moved_key',
+           'validate_config', 'load_config', 'config_to_dict', 'save_config', 'migrate_config', 'saved_config']
 
 # %% ../nbs/09a_config.ipynb
+@dataclass
+class LoRAConfig:
+    rank: int = 0                           # LoRA rank r of every adapter; 0 = off (full fine-tune)
+    alpha: float = 32.0                     # adapter scale numerator: W + (alpha / rank) B A
+    dropout: float = 0.0                    # dropout on the adapters' input
+    target_modules: tuple[str, ...] = ('q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj')  # Linear module names that get adapters
+
 @dataclass
 class ModelConfig:
     arch: Literal['llama', 'qwen2', 'qwen3'] = 'llama'  # tiny from-scratch preset family (used when `path` is None)
@@ -36,6 +43,7 @@ class ModelConfig:
     dtype: Literal['float32', 'bfloat16'] = 'float32'  # bfloat16 = bf16 autocast over fp32 master weights
     tokenizer: Optional[str] = None         # tokenizer dir or hub id; None = the checkpoint's (with `path`) or the shipped one
     trust_remote_code: bool = False         # allow checkpoint-supplied modelling code (LLaDA needs it)
+    lora: LoRAConfig = field(default_factory=LoRAConfig)  # low-rank adapters instead of a full fine-tune (ar, mdlm, hybrid, block_diffusion, idlm)
 
 @dataclass
 class DataConfig:
@@ -52,7 +60,7 @@ class DataConfig:
 
 @dataclass
 class DLLMConfig:
-    mode: Literal['mdlm', 'hybrid', 'block_diffusion', 'idlm', 'dflash'] = 'block_diffusion'  # training strategy; its own settings are the section of the same name
+    mode: Literal['mdlm', 'hybrid', 'block_diffusion', 'idlm', 'dflash', 'ar'] = 'block_diffusion'  # training strategy ('ar' = causal SFT, the baseline); its own settings are the section of the same name
     eps: float = 1e-3                       # smallest corruption probability, t in [eps, 1) (mdlm, hybrid, block_diffusion)
     t_sampling: Literal['iid', 'antithetic', 'stratified'] = 'iid'  # how diffusion times are drawn across the batch (mdlm, hybrid, block_diffusion)
     mask_token: Optional[str] = '<|mask|>'  # mask token string (mdlm, hybrid, idlm); added to the tokenizer when missing
@@ -81,6 +89,8 @@ class BlockDiffusionConfig:
     scored_blocks: Literal['one', 'all'] = 'all'  # block_diffusion: canvas blocks the loss scores per example ('one' = reference)
     self_conditioning: bool = True          # block_diffusion: feed pass-1 predictions back into pass 2
     self_cond_prob: float = 0.5             # block_diffusion: probability that an example is self-conditioned in a training step
+    corruption: Literal['random', 'mask'] = 'random'  # block_diffusion: noise = random tokens (reference) or dllm.mask_token (scores masked tokens only)
+    shift_logits: bool = False              # block_diffusion: token j read at canvas row j-1, block starts at the encoder (keeps an AR head's meaning)
 
 @dataclass
 class IDLMConfig:
@@ -146,11 +156,11 @@ class Config:
     output_dir: str = 'runs/default'        # checkpoints, logs and the saved config go here
     seed: int = 0                           # base seed: model init, data order, per-example noise
 
-MODE_SECTIONS = ('mdlm', 'hybrid', 'block_diffusion', 'idlm', 'dflash')   # one section per `dllm.mode`, named after it
+MODE_SECTIONS = ('mdlm', 'hybrid', 'block_diffusion', 'idlm', 'dflash')   # one section per `dllm.mode`, named after it ('ar' has no settings)
 
 def mode_block_size(cfg) -> int:
-    "The block length the active mode trains and samples with: `<dllm.mode>.block_size` (every mode has its own)."
-    return getattr(cfg, cfg.dllm.mode).block_size
+    "The block length the active mode trains and samples with: `<dllm.mode>.block_size` (1 for `ar`: a token per step)."
+    return getattr(getattr(cfg, cfg.dllm.mode, None), 'block_size', 1)
 
 # %% ../nbs/09a_config.ipynb
 class ConfigError(ValueError):
@@ -311,6 +321,11 @@ def _model_problems(m: ModelConfig) -> list[str]:
         if m.num_kv_heads >= 1 and m.num_heads % m.num_kv_heads:
             p.append(f"model.num_heads={m.num_heads} is not divisible by model.num_kv_heads={m.num_kv_heads}")
     if m.vocab_size is not None and m.vocab_size < 2: p.append(f"model.vocab_size={m.vocab_size} must be >= 2 (or null)")
+    lo = m.lora
+    if lo.rank < 0: p.append(f"model.lora.rank={lo.rank} must be >= 0 (0 = off)")
+    if lo.rank and lo.alpha <= 0: p.append(f"model.lora.alpha={lo.alpha} must be > 0")
+    if not 0 <= lo.dropout < 1: p.append(f"model.lora.dropout={lo.dropout} must be in [0, 1)")
+    if lo.rank and not lo.target_modules: p.append("model.lora.target_modules is empty: name the Linear modules to adapt, e.g. q_proj,v_proj")
     return p
 
 def _data_problems(d: DataConfig, cfg: Config) -> list[str]:
@@ -335,9 +350,9 @@ def _data_problems(d: DataConfig, cfg: Config) -> list[str]:
     return p
 
 # %% ../nbs/09a_config.ipynb
-def _dllm_problems(x: DLLMConfig) -> list[str]:
+def _dllm_problems(x: DLLMConfig, b: BlockDiffusionConfig) -> list[str]:
     p = []
-    if x.mode in ('mdlm', 'hybrid', 'idlm') and not x.mask_token:
+    if (x.mode in ('mdlm', 'hybrid', 'idlm') or (x.mode == 'block_diffusion' and b.corruption == 'mask')) and not x.mask_token:
         p.append(f"dllm.mode={x.mode} corrupts by masking and needs dllm.mask_token (e.g. '<|mask|>'); it is {x.mask_token!r}")
     if not 0 < x.eps < 1: p.append(f"dllm.eps={x.eps} must be in (0, 1)")
     if x.response_canvas < 1: p.append(f"dllm.response_canvas={x.response_canvas} must be >= 1 (tokens sampled after a prompt)")
@@ -369,9 +384,10 @@ def _idlm_problems(i: IDLMConfig) -> list[str]:
     p = [] if i.block_size >= 1 else [f"idlm.block_size={i.block_size} must be >= 1"]
     return p + ([] if i.clean_loss_weight >= 0 else [f"idlm.clean_loss_weight={i.clean_loss_weight} must be >= 0"])
 
-def _dflash_problems(x: DLLMConfig, f: DFlashConfig) -> list[str]:
+def _dflash_problems(x: DLLMConfig, f: DFlashConfig, lora: LoRAConfig) -> list[str]:
     if x.mode != 'dflash': return []
     p = [] if f.target else ["dllm.mode=dflash needs dflash.target=<causal LM checkpoint dir, hub id or .gguf>"]
+    if lora.rank: p.append(f"model.lora.rank={lora.rank}: dflash trains a small drafter from scratch (its target is frozen), so LoRA does not apply; set model.lora.rank=0")
     if f.block_size < 2: p.append(f"dflash.block_size={f.block_size} must be >= 2 (an anchor plus drafted tokens)")
     for k in ('num_layers', 'num_blocks_per_sample'):
         if getattr(f, k) < 1: p.append(f"dflash.{k}={getattr(f, k)} must be >= 1")
@@ -400,9 +416,9 @@ def _train_problems(t: TrainConfig, world_size: int) -> list[str]:
 # %% ../nbs/09a_config.ipynb
 def validate_config(cfg: Config, world_size: int = 1) -> Config:
     "Check every cross-field rule for a run on `world_size` processes; raise one `ConfigError` listing all problems."
-    problems = (_model_problems(cfg.model) + _data_problems(cfg.data, cfg) + _dllm_problems(cfg.dllm)
+    problems = (_model_problems(cfg.model) + _data_problems(cfg.data, cfg) + _dllm_problems(cfg.dllm, cfg.block_diffusion)
                 + _section_problems(cfg.mdlm, cfg.hybrid, cfg.block_diffusion) + _idlm_problems(cfg.idlm)
-                + _dflash_problems(cfg.dllm, cfg.dflash) + _other_mode_problems(cfg) + _train_problems(cfg.train, world_size))
+                + _dflash_problems(cfg.dllm, cfg.dflash, cfg.model.lora) + _other_mode_problems(cfg) + _train_problems(cfg.train, world_size))
     if cfg.seed < 0: problems.append(f"seed={cfg.seed} must be >= 0")
     if problems: raise ConfigError(problems)
     return cfg
@@ -436,9 +452,10 @@ def load_config(path=None, overrides: Sequence[str] = (), world_size: Optional[i
 # %% ../nbs/09a_config.ipynb
 def config_to_dict(cfg: Config) -> dict:
     "A plain nested dict (tuples as lists) suitable for YAML/JSON."
-    def plain(v): return [plain(x) for x in v] if isinstance(v, (list, tuple)) else v
-    return {k: ({kk: plain(vv) for kk, vv in v.items()} if isinstance(v, dict) else plain(v))
-            for k, v in dataclasses.asdict(cfg).items()}
+    def plain(v):
+        if isinstance(v, dict): return {k: plain(x) for k, x in v.items()}    # sections, at any depth (model.lora)
+        return [plain(x) for x in v] if isinstance(v, (list, tuple)) else v
+    return plain(dataclasses.asdict(cfg))
 
 def save_config(cfg: Config, path) -> Path:
     "Write `cfg` as YAML (sections in declaration order); `load_config(path)` reads it back equal."

@@ -17,7 +17,8 @@ from transformers import DynamicCache
 from transformers.cache_utils import Cache, DynamicLayer
 from .core import printable, rand_rows, randint_rows, row_generators
 from .masks import build_batched_block_mask, build_encoder_mask
-from .models import (DLLM_CONFIG_NAME, BlockDiffusionLM, MaskedDiffusionLM, canvas_position_ids,
+from .models import (DLLM_CONFIG_NAME, BlockDiffusionLM, CausalLM, MaskedDiffusionLM, canvas_position_ids,
+                            shift_canvas_logits,
                             model_attention_mask)
 
 # %% auto 0
@@ -277,6 +278,7 @@ class CachedContext:
         self.key_pos = torch.zeros(B, 0, dtype=torch.long, device=device)          # [B, C] their positions
         self.next_pos = torch.zeros(B, dtype=torch.long, device=device)           # [B] next free position per row
         self.pending = [list(p) for p in prompt_ids]                               # clean tokens not in the cache yet
+        self.anchor = None                    # [B, V] shifted models: next-token logits of each row's last clean token
 
     def commit(self, block: Tensor, rows: Optional[Tensor] = None) -> None:
         "Queue committed blocks `[n, b]` of `rows` (default: every row); the next pass appends them."
@@ -287,6 +289,7 @@ class CachedContext:
         self.cache.select_rows(keep)
         self.valid, self.key_pos, self.next_pos = self.valid[keep], self.key_pos[keep], self.next_pos[keep]
         self.pending = [self.pending[i] for i in keep.tolist()]
+        if self.anchor is not None: self.anchor = self.anchor[keep]
 
     def logits(self, canvas: Tensor, prev_logits: Optional[Tensor] = None, has_prev: Optional[Tensor] = None) -> Tensor:
         "Logits `[n, r, V]` of the canvas `[n, r]` against the context (pending clean tokens appended in the same pass)."
@@ -318,14 +321,18 @@ class CachedContext:
         key_pos, key_valid = torch.cat([self.key_pos, cpos], 1), torch.cat([self.valid, j < lens[:, None]], 1)
         keep = self._keep_mask(cpos, start, key_pos, key_valid, r)
         x_clean = m.backbone.get_input_embeddings()(ids)                                  # [B, L, H] right-padded
-        with _last_mlp_rows_from(m.backbone, L):      # clean rows need K/V only: the last MLP runs on the canvas rows
+        n = int(lens[lens > 0].min()) - 1 if m.shift_logits and L else L    # shifted: the last clean rows' logits too
+        with _last_mlp_rows_from(m.backbone, n):      # clean rows need K/V only: the last MLP runs on the canvas rows
             out = m.backbone(inputs_embeds=x_clean if x is None else torch.cat([x_clean, x], 1), cache=self.cache,
                              attention_mask=model_attention_mask(keep, m.attn_implementation, m.backbone.dtype),
                              position_ids=torch.cat([cpos, canvas_position_ids(start, r)], 1), use_cache=True,
-                             logits_to_keep=max(r, 1))
+                             logits_to_keep=max(r + L - n, 1))
         self.cache.keep(L)
         self.key_pos, self.valid, self.next_pos, self.pending = key_pos, key_valid, start, [[] for _ in range(B)]
-        return out.logits if r else None
+        if not m.shift_logits: return out.logits if r else None
+        if self.anchor is None: self.anchor = out.logits.new_zeros(B, out.logits.shape[-1])
+        if (new := lens > 0).any(): self.anchor[new] = out.logits[new, lens[new] - 1 - n]
+        return shift_canvas_logits(out.logits[:, L - n:], self.anchor[:, None], r) if r else None
 
 class ReencodeContext:
     "Reference: keeps token lists and re-encodes prompt + committed blocks from scratch at every step (no cache)."
@@ -336,9 +343,9 @@ class ReencodeContext:
         m, b = self.model, canvas.shape[1]
         ids, L = right_pad(self.rows, 0, max(map(len, self.rows)) + b, canvas.device)    # [n, S], lengths [n]
         am = (torch.arange(ids.shape[1], device=ids.device)[None] < L[:, None]).long()
-        state = m.encode(ids, build_encoder_mask(am, self.w), return_logits=False)
+        state = m.encode(ids, build_encoder_mask(am, self.w), return_logits=m.shift_logits)
         mask = build_batched_block_mask(L, torch.full_like(L, b), ids.shape[1], b, self.w)
-        return m.decode(state, canvas, mask, canvas_position_ids(L, b), *_self_cond_args(m, prev_logits, has_prev)).logits
+        return m.canvas_logits(state, canvas, mask, canvas_position_ids(L, b), *_self_cond_args(m, prev_logits, has_prev))
 
     def commit(self, block: Tensor, rows: Optional[Tensor] = None) -> None:
         for i, new in zip(range(len(self.rows)) if rows is None else rows.tolist(), block.tolist()): self.rows[i] += new
@@ -368,10 +375,13 @@ def generate_block_diffusion(model: BlockDiffusionLM, prompts: Prompts, max_new_
                              tokenizer=None, temperature: float = 0.0, threshold: Optional[float] = None,
                              sliding_window: Optional[int] = None, eos_token_id: Optional[int] = None, seeds=None,
                              chat: bool = True, use_cache: bool = True, return_trajectory: bool = False,
-                             progress: bool = False) -> GenerationOutput:
-    "Block-by-block generation: each row denoises its own block from random tokens against the cached context."
+                             progress: bool = False, mask_token_id: Optional[int] = None) -> GenerationOutput:
+    "Block-by-block generation: each row denoises its own block from noise (random tokens, or `mask_token_id`) against the cached context."
     if (max_new_tokens is None) == (max_blocks is None):
         raise ValueError(f"pass exactly one of max_new_tokens={max_new_tokens} and max_blocks={max_blocks}.")
+    if model.shift_logits and block_size != model.block_size:
+        raise ValueError(f"block_size={block_size}, but this shifted model reads block starts every {model.block_size} tokens; "
+                         f"sample with block_size={model.block_size}.")
     if sliding_window is not None and sliding_window < 1: raise ValueError(f"sliding_window={sliding_window} must be >= 1.")
     b, n_blocks = block_size, max_blocks if max_blocks is not None else -(-max_new_tokens // block_size)
     eos_id = _token_id(eos_token_id, tokenizer, 'eos_token_id', required=False)
@@ -379,12 +389,15 @@ def generate_block_diffusion(model: BlockDiffusionLM, prompts: Prompts, max_new_
     B, V = len(prompt_ids), model.backbone.get_input_embeddings().num_embeddings
     ctx = (CachedContext if use_cache else ReencodeContext)(model, prompt_ids, sliding_window)
     gens, rec = row_generators(row_seeds(seeds, B), 'sampling'), _Recorder(B, n_blocks * b, return_trajectory, device)
+    mask_token_id = model.mask_token_id if mask_token_id is None else mask_token_id
+    def noise(shape, gs):                                                   # what a block starts from / re-noises to
+        return randint_rows(V, shape, gs, device) if mask_token_id is None else torch.full(shape, mask_token_id, device=device)
     out = torch.full((B, n_blocks * b), 0 if eos_id is None else eos_id, dtype=torch.long, device=device)
     sched, cols = torch.tensor(keep_schedule(b, steps_per_block), device=device), torch.arange(b, device=device)
     live = torch.arange(B, device=device)                                   # the original row of each live row
     blk, step = torch.zeros(B, dtype=torch.long, device=device), torch.zeros(B, dtype=torch.long, device=device)
     bg = block_generators(gens)                                             # each live row's generator for its block
-    canvas, prev_logits = randint_rows(V, (B, b), bg, device), None
+    canvas, prev_logits = noise((B, b), bg), None
     prev_arg, has_prev = torch.zeros_like(canvas), torch.zeros(B, dtype=torch.bool, device=device)
     rec.rows = live; rec.update(blk * b, canvas, torch.ones_like(canvas, dtype=torch.bool))
     nfe, width, bar = 0, 0, progress_bar(range(n_blocks), progress, 'blocks')
@@ -392,7 +405,7 @@ def generate_block_diffusion(model: BlockDiffusionLM, prompts: Prompts, max_new_
         logits = ctx.logits(canvas, prev_logits, has_prev).float(); nfe += 1       # [n, b, V]
         x0, keep, done, arg = denoise_step(logits, sched[step], prev_arg, has_prev, bg, temperature, threshold)
         canvas, busy = x0.clone(), (~done).nonzero()[:, 0]
-        if len(busy): canvas[busy] = torch.where(keep[busy], x0[busy], randint_rows(V, (len(busy), b), [bg[i] for i in busy.tolist()], device))
+        if len(busy): canvas[busy] = torch.where(keep[busy], x0[busy], noise((len(busy), b), [bg[i] for i in busy.tolist()]))
         rec.rows = live; rec.update(blk * b, canvas, ~keep)
         prev_logits, prev_arg, has_prev, step = logits, arg, ~done, step + 1
         if not done.any(): continue
@@ -406,7 +419,7 @@ def generate_block_diffusion(model: BlockDiffusionLM, prompts: Prompts, max_new_
             ctx.commit(x0[nxt], nxt)
             blk[nxt], step[nxt], rows = blk[nxt] + 1, 0, nxt.tolist()
             for i, g in zip(rows, block_generators([gens[i] for i in live[nxt].tolist()])): bg[i] = g
-            canvas[nxt] = randint_rows(V, (len(rows), b), [bg[i] for i in rows], device)
+            canvas[nxt] = noise((len(rows), b), [bg[i] for i in rows])
             rec.rows = live[nxt]; rec.update(blk[nxt] * b, canvas[nxt], torch.ones_like(canvas[nxt], dtype=torch.bool))
         if len(nxt) < len(d):                                               # EOS or the last block: the row retires
             kept = torch.ones_like(done).index_fill_(0, d[ends], False).nonzero()[:, 0]
@@ -449,6 +462,10 @@ def generate(model: nn.Module, prompts: Prompts, tokenizer=None, max_new_tokens:
     "Run the sampler that fits `model` (`MaskedDiffusionLM`, `BlockDiffusionLM` or `IntrospectiveDiffusionLM`)."
     from dllm_nb.idlm import IntrospectiveDiffusionLM, generate_idlm   # 08b_idlm imports this module
     if isinstance(model, IntrospectiveDiffusionLM): return generate_idlm(model, prompts, max_new_tokens, block_size, tokenizer, **kw)
+    if isinstance(model, CausalLM):                                   # the `ar` baseline: HF generate with its KV cache
+        if kw.get('temperature'): raise ValueError(f"temperature={kw['temperature']}: the ar sampler is greedy; use 0.")
+        from dllm_nb.fast_sampling import generate_autoregressive_cached    # 12a imports this module
+        return generate_autoregressive_cached(model, prompts, max_new_tokens, tokenizer, **kw)
     if isinstance(model, BlockDiffusionLM):
         bs = block_size or 4
         return generate_block_diffusion(model, prompts, max_new_tokens, block_size=bs, steps_per_block=steps or bs,
@@ -458,7 +475,7 @@ def generate(model: nn.Module, prompts: Prompts, tokenizer=None, max_new_tokens:
         return generate_mdlm(model, prompts, max_new_tokens, bs, steps or max_new_tokens, tokenizer=tokenizer, **kw)
     raise TypeError(f"no sampler for {type(model).__name__}; pass a MaskedDiffusionLM or a BlockDiffusionLM.")
 
-MODEL_CLASSES = dict(MaskedDiffusionLM=MaskedDiffusionLM, BlockDiffusionLM=BlockDiffusionLM)
+MODEL_CLASSES = dict(MaskedDiffusionLM=MaskedDiffusionLM, BlockDiffusionLM=BlockDiffusionLM, CausalLM=CausalLM)
 
 def saved_run(path) -> dict:
     "The `run` record of a `final/` folder's `dllm_config.json` (mode, block size, mask token, sampler defaults), or `{}`."

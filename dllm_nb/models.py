@@ -23,8 +23,9 @@ from .masks import MaskMod, MaskSpec, chunked_block_mask, to_additive
 __all__ = ['ARCH_CONFIGS', 'ATTN_IMPLEMENTATIONS', 'TINY_SIZES', 'MaskLike', 'DLLM_CONFIG_NAME', 'DLLM_WEIGHTS_NAME',
            'tiny_config', 'build_backbone', 'autocast_context', 'add_mask_token', 'gguf_cache_dir', 'gguf_to_hf',
            'dense_to_block_mask', 'model_attention_mask', 'count_backbone_calls', 'mdlm_attention_mask',
-           'mdlm_mask_mod', 'mdlm_block_mask', 'DLLMOutput', 'MaskedDiffusionLM', 'canvas_position_ids',
-           'SharedKVCache', 'embedding_scale', 'soft_embedding', 'SelfConditioning', 'EncoderState', 'BlockDiffusionLM']
+           'mdlm_mask_mod', 'mdlm_block_mask', 'DLLMOutput', 'MaskedDiffusionLM', 'CausalLM', 'canvas_position_ids',
+           'SharedKVCache', 'embedding_scale', 'soft_embedding', 'SelfConditioning', 'shift_canvas_logits',
+           'EncoderState', 'BlockDiffusionLM']
 
 # %% ../nbs/07_models.ipynb
 ARCH_CONFIGS = dict(llama=LlamaConfig, qwen2=Qwen2Config, qwen3=Qwen3Config)
@@ -195,6 +196,8 @@ class _DLLMWrapper(nn.Module):
 
     def save_pretrained(self, path: Union[str, Path]) -> None:
         "Write the backbone (loadable by `AutoModelForCausalLM.from_pretrained`), extra weights and settings to `path`."
+        if getattr(self, 'lora', None):                               # adapters + what rebuilds the rest (07a_lora)
+            from dllm_nb.lora import save_lora; return save_lora(self, path)
         path = Path(path); self.backbone.save_pretrained(path)
         (path / DLLM_CONFIG_NAME).write_text(json.dumps(dict(model_class=type(self).__name__, **self.settings()), indent=2))
         extra = {f'{n}.{k}': v.detach().contiguous().cpu() for n in self._extra_modules
@@ -209,6 +212,7 @@ class _DLLMWrapper(nn.Module):
         settings.pop('run', None)                   # how it was trained (dllm_nb.train): not a constructor argument
         if (saved := settings.pop('model_class')) != cls.__name__:
             raise ValueError(f"{path} holds a {saved}, not a {cls.__name__}; load it with {saved}.from_pretrained.")
+        if 'lora' in settings: from dllm_nb.lora import load_lora; return load_lora(cls, path, settings, attn_implementation, dtype)
         model = cls(build_backbone(path, attn_implementation, dtype), **settings)
         if (path / DLLM_WEIGHTS_NAME).exists():
             missing, unexpected = model.load_state_dict(load_file(str(path / DLLM_WEIGHTS_NAME)), strict=False)
@@ -242,6 +246,18 @@ class MaskedDiffusionLM(_DLLMWrapper):
         if self.shift_logits and not causal:                    # a causal pass already reads token i+1 at position i
             logits = torch.cat([logits[:, :1], logits[:, :-1]], 1)   # Dream: token j is read at position j - 1
         return DLLMOutput(logits)
+
+# %% ../nbs/07_models.ipynb
+class CausalLM(_DLLMWrapper):
+    "The backbone as it is, causal (`dllm.mode=ar`, the baseline): `forward(input_ids, attention_mask)` -> `DLLMOutput`."
+    def __init__(self, backbone: nn.Module):
+        super().__init__()
+        self.backbone = backbone
+
+    def settings(self) -> dict: return {}
+
+    def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None, **_) -> DLLMOutput:
+        return DLLMOutput(self.backbone(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits)
 
 # %% ../nbs/07_models.ipynb
 def canvas_position_ids(prefix_len: Tensor, canvas_len: int) -> Tensor:
@@ -304,6 +320,12 @@ class SelfConditioning(nn.Module):
         return self.down(self.norm_hidden(F.silu(self.gate(x)) * self.up(x)))
 
 # %% ../nbs/07_models.ipynb
+def shift_canvas_logits(logits: Tensor, anchor_logits: Tensor, block_size: int) -> Tensor:
+    "Token-order logits of a shifted canvas `[B, R, V]`: token `j` read at row `j - 1`, each block's first token at its anchor `[B, R/b, V]`."
+    out = torch.cat([logits[:, :1], logits[:, :-1]], 1)              # row j-1 (column 0 is always a block start)
+    out[:, ::block_size] = anchor_logits.to(out.dtype)               # block starts: the clean context's next-token logit
+    return out
+
 @dataclass
 class EncoderState:
     "What the canvas passes need from the encoder pass."
@@ -337,17 +359,21 @@ class BlockDiffusionLM(_DLLMWrapper):
     "Encoder/canvas block diffusion on one shared causal-LM backbone, with optional self-conditioning."
     _extra_modules = ('self_cond',)
     def __init__(self, backbone: nn.Module, self_conditioning: bool = True,
-                 self_cond_intermediate_size: Optional[int] = None):
+                 self_cond_intermediate_size: Optional[int] = None, shift_logits: bool = False, block_size: Optional[int] = None,
+                 mask_token_id: Optional[int] = None):
         super().__init__()
+        if shift_logits and not block_size: raise ValueError("shift_logits=True needs the block_size (block starts read the encoder).")
         self.backbone, self.self_conditioning = backbone, self_conditioning
-        self.self_cond_intermediate_size = self_cond_intermediate_size
+        self.self_cond_intermediate_size, self.shift_logits, self.block_size = self_cond_intermediate_size, shift_logits, block_size
+        self.mask_token_id = mask_token_id       # what a canvas starts from when trained with mask corruption; None = random tokens
         H = backbone.get_input_embeddings().embedding_dim
         self.self_cond = SelfConditioning(H, self_cond_intermediate_size) if self_conditioning else None
         self.num_layers = backbone.config.get_text_config().num_hidden_layers
         _allow_checkpointing_with_cache(backbone)
 
     def settings(self) -> dict:
-        return dict(self_conditioning=self.self_conditioning, self_cond_intermediate_size=self.self_cond_intermediate_size)
+        return dict(self_conditioning=self.self_conditioning, self_cond_intermediate_size=self.self_cond_intermediate_size,
+                    shift_logits=self.shift_logits, block_size=self.block_size, mask_token_id=self.mask_token_id)
 
     def encode(self, input_ids: Tensor, encoder_mask: MaskLike, return_logits: bool = True) -> EncoderState:
         "Causal pass over the clean sequence (positions `0..S-1`), recording every layer's K/V."
@@ -387,13 +413,23 @@ class BlockDiffusionLM(_DLLMWrapper):
         _check_geometry(input_ids, canvas_ids, encoder_mask, decoder_mask, decoder_position_ids, do_self_conditioning)
         encoder_mask, decoder_mask = self._mask(encoder_mask), self._mask(decoder_mask)   # once: both decodes share it
         enc_logits = self.training if return_encoder_logits is None else return_encoder_logits
-        state = self.encode(input_ids, encoder_mask, return_logits=enc_logits)
+        state = self.encode(input_ids, encoder_mask, return_logits=enc_logits or self.shift_logits)
         args, sc = (state, canvas_ids, decoder_mask, decoder_position_ids), None
         if self.self_conditioning and self.training:
-            with torch.no_grad(): first = self.decode(*args).logits     # pass 1: every step, whatever the coins
+            with torch.no_grad(): first = self.canvas_logits(*args)     # pass 1: every step, whatever the coins
             coins = do_self_conditioning
             if coins is None: coins = torch.ones(len(input_ids), dtype=torch.bool, device=input_ids.device)
             sc = self.self_cond_input(first, coins)
         elif self.self_conditioning and prev_logits is not None:
             sc = self.self_cond_input(prev_logits, do_self_conditioning)
-        return DLLMOutput(self.decode(*args, self_cond_embeds=sc).logits, state.logits)
+        return DLLMOutput(self.canvas_logits(*args, self_cond_embeds=sc), state.logits if enc_logits else None)
+
+    def canvas_logits(self, state: EncoderState, canvas_ids: Tensor, decoder_mask: MaskLike, decoder_position_ids: Tensor,
+                      *args, **kw) -> Tensor:
+        "Logits `[B, R, V]` for canvas tokens `0..R-1` (read one row earlier, block starts from the encoder, when shifted)."
+        logits = self.decode(state, canvas_ids, decoder_mask, decoder_position_ids, *args, **kw).logits
+        if not self.shift_logits: return logits
+        B, R, V = logits.shape
+        starts = torch.arange(0, R, self.block_size, device=logits.device)
+        idx = (decoder_position_ids[:, starts] - 1).clamp(0, state.logits.shape[1] - 1)   # last clean position before each block
+        return shift_canvas_logits(logits, state.logits.gather(1, idx[..., None].expand(-1, -1, V)), self.block_size)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/08_strategies.ipynb 2
 from __future__ import annotations
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import ClassVar, Optional, Protocol
 import torch
 from torch import Tensor
@@ -17,8 +17,8 @@ from .window import SCORED_BLOCKS, build_response_window
 
 # %% auto 0
 __all__ = ['STRATEGIES', 'Strategy', 'make_settings', 'batch_t', 'uniform_masking', 'MDLMSettings', 'MDLMStrategy',
-           'HybridSettings', 'HybridStrategy', 'BlockDiffusionSettings', 'BlockDiffusionStrategy', 'register_strategy',
-           'get_strategy', 'settings_from_config']
+           'HybridSettings', 'HybridStrategy', 'BlockDiffusionSettings', 'BlockDiffusionStrategy', 'ARSettings',
+           'ARStrategy', 'register_strategy', 'get_strategy', 'settings_from_config']
 
 # %% ../nbs/08_strategies.ipynb
 class Strategy(Protocol):
@@ -166,8 +166,12 @@ class BlockDiffusionSettings:
     encoder_loss_weight: float = 1.0        # weight of the encoder's next-token loss (0 = no AR co-loss)
     scored_blocks: str = 'one'              # 'one' scored block per example (the reference) or 'all'
     pad_token_id: int = 0                   # canvas fill past each response
+    corruption: str = 'random'              # 'random' vocabulary tokens (the reference) or the 'mask' token (scores masked tokens only)
+    mask_token_id: Optional[int] = None     # the noise token of corruption='mask'
     def __post_init__(self):
         if self.vocab_size is None: raise ValueError("block_diffusion corrupts with random tokens: pass vocab_size.")
+        if self.corruption not in ('random', 'mask'): raise ValueError(f"corruption={self.corruption!r}; use 'random' or 'mask'.")
+        if self.corruption == 'mask': _need_mask(self.mask_token_id, 'block_diffusion with corruption=mask')
         if self.scored_blocks not in SCORED_BLOCKS: raise ValueError(f"scored_blocks={self.scored_blocks!r}; use one of {SCORED_BLOCKS}")
         _check_t(self.t_sampling)
     @classmethod
@@ -175,7 +179,8 @@ class BlockDiffusionSettings:
         d, b = cfg.dllm, cfg.block_diffusion
         return dict(vocab_size=vocab_size, eps=d.eps, t_sampling=d.t_sampling, block_size=b.block_size,
                     sliding_window=b.sliding_window, pad_token_id=pad_token_id, self_conditioning=b.self_conditioning,
-                    self_cond_prob=b.self_cond_prob, encoder_loss_weight=b.encoder_loss_weight, scored_blocks=b.scored_blocks)
+                    self_cond_prob=b.self_cond_prob, encoder_loss_weight=b.encoder_loss_weight, scored_blocks=b.scored_blocks,
+                    corruption=b.corruption, mask_token_id=mask_token_id if b.corruption == 'mask' else None)
 
 class BlockDiffusionStrategy:
     "Encoder/canvas block diffusion: uniform-random corruption, scored block(s), encoder AR co-loss, self-conditioning."
@@ -187,13 +192,19 @@ class BlockDiffusionStrategy:
         u = rand_rows((len(sample_seeds), 1), row_generators(sample_seeds, 'self_cond'))[:, 0]
         return (u < self.settings.self_cond_prob) & self.settings.self_conditioning
 
+    def corrupt(self, b: Batch) -> Noised:
+        "Random vocabulary tokens (`p_mask = 1`), or the mask token at rate `p` for `corruption='mask'`."
+        s, gens = self.settings, row_generators(b.sample_seeds, 'corruption')
+        t = batch_t(b, gens, s.t_sampling)
+        if s.corruption == 'mask': return Noised(b, *corrupt_uniform(b.input_ids, b.loss_mask, s.mask_token_id, s.eps, gens, t=t))
+        return Noised(b, *corrupt_uniform_random(b.input_ids, b.loss_mask, s.vocab_size, s.eps, gens, t=t))
+
     def prepare(self, batch: Batch) -> Windowed:
-        "Corrupt with random tokens, cut the response window once (its loss mask is the denominator's), flip the coins."
-        s, b = self.settings, batch
-        gens = row_generators(b.sample_seeds, 'corruption')
-        n = Noised(b, *corrupt_uniform_random(b.input_ids, b.loss_mask, s.vocab_size, s.eps, gens, t=batch_t(b, gens, s.t_sampling)))
+        "Corrupt, cut the response window once (its loss mask is the denominator's), flip the coins."
+        s, b, n = self.settings, batch, self.corrupt(batch)
         w = build_response_window(b.input_ids, n.noisy_ids, n.noise_mask, b.loss_mask, n.p_mask, b.attention_mask,
                                   s.block_size, b.sample_seeds, s.sliding_window, s.pad_token_id, s.scored_blocks)
+        if s.corruption == 'mask': w = replace(w, loss_mask=(w.loss_mask.bool() & w.noise_mask.bool()).long())   # a visible token is no question
         return Windowed(n, w, self.self_cond_coins(b.sample_seeds).to(b.input_ids.device))
 
     def denominators(self, stages: list[Windowed]) -> Counts:
@@ -209,6 +220,28 @@ class BlockDiffusionStrategy:
                                     enc_pair_mask=ar_pair_mask(b.attention_mask), num_ar=counts.ar, encoder_loss_weight=wt)
 
 # %% ../nbs/08_strategies.ipynb
+@dataclass(frozen=True)
+class ARSettings:
+    "Settings of `ar` (causal SFT, the baseline): nothing beyond the shared data and training keys."
+    @classmethod
+    def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict: return {}
+
+class ARStrategy:
+    "Causal SFT: next-token CE on supervised tokens over the global count of supervised next-token pairs."
+    name, Settings = 'ar', ARSettings
+    def __init__(self, settings: ARSettings): self.settings = settings
+    def prepare(self, batch: Batch) -> Batch: return batch
+
+    def denominators(self, stages: list[Batch]) -> Counts:
+        "Supervised next-token pairs (also the validation weight)."
+        n = sum((ar_pair_count(b.attention_mask, b.loss_mask) for b in stages), torch.zeros((), dtype=torch.long))
+        return Counts(n, n)
+
+    def loss(self, model, b: Batch, counts: Counts) -> LossParts:
+        logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask).logits
+        return ar_loss(logits, b.input_ids, ar_pair_mask(b.attention_mask, b.loss_mask), counts.ar)
+
+# %% ../nbs/08_strategies.ipynb
 STRATEGIES: dict[str, type] = {}
 
 def register_strategy(cls: type) -> type:
@@ -218,7 +251,7 @@ def register_strategy(cls: type) -> type:
     STRATEGIES[cls.name] = cls
     return cls
 
-for _c in (MDLMStrategy, HybridStrategy, BlockDiffusionStrategy): register_strategy(_c)
+for _c in (MDLMStrategy, HybridStrategy, BlockDiffusionStrategy, ARStrategy): register_strategy(_c)
 
 def get_strategy(mode: str, **settings) -> Strategy:
     "The strategy for `mode` (`'mdlm'`, `'hybrid'`, `'block_diffusion'`, or a registered one) built from `settings`."

@@ -24,15 +24,15 @@ from .distributed import (DistInfo, GlobalBatchSampler, all_reduce_sum, clip_gra
                                  wrap_model)
 from .idlm import IntrospectiveDiffusionLM
 from .metrics import MetricsLogger, memory_mb, plot_metrics, read_metrics, trim_metrics
-from .models import BlockDiffusionLM, MaskedDiffusionLM, add_mask_token, autocast_context, build_backbone, tiny_config
+from .models import BlockDiffusionLM, CausalLM, MaskedDiffusionLM, add_mask_token, autocast_context, build_backbone, tiny_config
 from .stages import Batch, Counts
 
 logger = logging.getLogger(__name__)
 
 # %% auto 0
 __all__ = ['logger', 'RUN_FILES', 'lr_factor', 'step_denominators', 'StepResult', 'train_step', 'validate', 'build_model',
-           'build_strategy', 'build_collator', 'load_datasets', 'preflight', 'Trainer', 'NonFiniteError',
-           'DeferredInterrupt']
+           'with_lora', 'mode_wrapper', 'build_strategy', 'build_collator', 'load_datasets', 'preflight', 'Trainer',
+           'NonFiniteError', 'DeferredInterrupt']
 
 # %% ../nbs/09_trainer.ipynb
 def lr_factor(step: int, warmup_steps: int, max_steps: int, min_lr_ratio: float = 0.1) -> float:
@@ -112,15 +112,34 @@ def build_model(cfg, tokenizer, verbose: bool = True):
         backbone = build_backbone(conf, attn_implementation=m.attn_implementation)
     else:   # a local folder, a hub id or a .gguf file (converted once, cached)
         backbone = build_backbone(m.path, attn_implementation=m.attn_implementation, trust_remote_code=m.trust_remote_code)
-    if len(tokenizer) > backbone.get_input_embeddings().num_embeddings:   # tokens the tokenizer gained (pad, roles)
-        backbone.resize_token_embeddings(len(tokenizer))
-    if d.mode == 'block_diffusion':   # corrupts with random tokens: no mask token, no resize
-        return BlockDiffusionLM(backbone, self_conditioning=cfg.block_diffusion.self_conditioning), None
+    base_rows = backbone.get_input_embeddings().num_embeddings
+    if len(tokenizer) > base_rows: backbone.resize_token_embeddings(len(tokenizer))   # tokens the tokenizer gained (pad, roles)
+    model, mask_id = mode_wrapper(cfg, tokenizer, backbone, verbose)
+    return (model if not m.lora.rank else with_lora(model, m, base_rows)), mask_id
+
+def with_lora(model, m, base_rows: int):
+    "`model` with LoRA adapters (`model.lora`); rows past `base_rows` (tokens the library added) train as deltas."
+    from dllm_nb.lora import add_lora
+    rows, lo = model.backbone.get_input_embeddings().num_embeddings, m.lora
+    base = str(Path(m.path).resolve()) if m.path and Path(m.path).exists() else m.path   # rebuilt from it on load
+    try: return add_lora(model, lo.rank, lo.alpha, lo.dropout, lo.target_modules, range(base_rows, rows), base_model=base)
+    except ValueError as e: raise ConfigError([str(e)]) from None
+
+def mode_wrapper(cfg, tokenizer, backbone, verbose: bool = True):
+    "`(wrapper, mask_token_id)`: the mode's model around `backbone` (a mask token added where the mode corrupts with one)."
+    d = cfg.dllm
+    if d.mode == 'ar': return CausalLM(backbone), None                 # the baseline: the backbone as it is
+    b = cfg.block_diffusion
+    if d.mode == 'block_diffusion' and b.corruption == 'random':      # random-token noise: no mask token, no resize
+        return BlockDiffusionLM(backbone, b.self_conditioning, shift_logits=b.shift_logits, block_size=b.block_size), None
     n_vocab = len(tokenizer)
     mask_id = add_mask_token(backbone, tokenizer, d.mask_token)
     if verbose and int(os.environ.get('RANK', 0)) == 0:
         how = f'added (vocabulary {n_vocab} -> {len(tokenizer)})' if len(tokenizer) > n_vocab else 'already in the vocabulary'
         print(f'mask token {d.mask_token!r} = id {mask_id}, {how}')
+    if d.mode == 'block_diffusion':
+        return BlockDiffusionLM(backbone, b.self_conditioning, shift_logits=b.shift_logits, block_size=b.block_size,
+                                mask_token_id=mask_id), mask_id
     if d.mode == 'idlm':
         return IntrospectiveDiffusionLM(backbone, block_size=cfg.idlm.block_size), mask_id
     shift = d.mode == 'mdlm' and cfg.mdlm.shift_logits                  # Dream's shift: an mdlm setting
@@ -344,13 +363,15 @@ def fit_step(self: Trainer, step: int, val, bad: int, bar, mbs: list) -> dict:
     "One optimizer step on `mbs` (skipped if non-finite), validation and logging; returns the step's record."
     t = self.cfg.train
     self.sampler.step = step + 1                                        # a checkpoint of this step resumes at the next
+    cpu0 = time.process_time()
     with self.autocast():
         res = train_step(self.model, self.strategy, self.optimizer, [self.micro_batch(m) for m in mbs],
                          self.dist.world_size, t.grad_clip, scheduler=self.scheduler)
     dt, self._tic = time.perf_counter() - self._tic, time.perf_counter()  # since the previous step ended
     rec = dict(loss=res.loss, dllm_loss=res.dllm_loss, ar_loss=res.ar_loss, grad_norm=res.grad_norm,
                lr=self.scheduler.get_last_lr()[0], tokens_per_step=res.tokens, tps=res.tokens / dt,
-               supervised_tokens=res.supervised_tokens, mem=memory_mb(self.dist.device), mode=self.cfg.dllm.mode)
+               supervised_tokens=res.supervised_tokens, mem=memory_mb(self.dist.device), mode=self.cfg.dllm.mode,
+               cpu_s=time.process_time() - cpu0)                        # this process's CPU seconds for the step
     if res.skipped:
         rec['skipped'] = 1
         if self.dist.is_main: bar.write(f"step {step + 1}: loss={res.loss:.4g} grad_norm={res.grad_norm:.4g} is not finite; "

