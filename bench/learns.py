@@ -9,9 +9,9 @@ Trains the config five ways on the built-in tasks, single process, on the same d
   * `hybrid`          - the same with `dllm.mode=hybrid` (blockwise masking + next-token co-loss on a bidirectional
                         MDLM backbone; decoded with the MDLM sampler);
   * `idlm`            - the same with `dllm.mode=idlm` (08b_idlm: decoded with the cached I-DLM sampler, anchor + drafts);
-  * `autoregressive`  - the same backbone config, same batches (`GlobalBatchSampler`), optimizer, schedule, clipping
-                        and step count, trained with the plain causal next-token loss on the response
-                        (`dllm_nb.loss.ar_loss`), decoded greedily.
+  * `autoregressive`  - the same with `dllm.mode=ar`: the same backbone config, batches, optimizer, schedule, clipping
+                        and step count, trained with the plain causal next-token loss on the response, decoded
+                        greedily with HF `generate` (the library's `ar` baseline mode).
 Then prints one table: mode, task, median and worst test exact match over the seeds (`dllm_nb.eval.exact_match`,
 first `--n` test examples), steps, median seconds and validation loss. Sampling uses `dllm_nb.eval.sampler_settings`
 (the same as `python -m dllm_nb.train`'s report): a fixed `dllm.response_canvas` canvas with EOS stopping, blocks of
@@ -25,37 +25,14 @@ import argparse, json, statistics, time
 import torch
 
 from dllm_nb.config import load_config
-from dllm_nb.eval import exact_match, generate_autoregressive, sampler_settings
-from dllm_nb.loss import ar_loss, ar_pair_count, ar_pair_mask
-from dllm_nb.trainer import Trainer, lr_factor
+from dllm_nb.eval import exact_match, sampler_settings
+from dllm_nb.trainer import Trainer
 
 TASKS = ('addition', 'reverse')
 MODES = ('mdlm', 'hybrid', 'block_diffusion', 'idlm', 'autoregressive')
 
 
-def train_autoregressive(cfg, tr: Trainer):
-    "AR baseline on the trainer's data, sampler, optimizer settings and schedule; returns the causal backbone."
-    from dllm_nb.models import build_backbone, tiny_config
-    from dllm_nb.collate import DLLMCollator
-    m, t = cfg.model, cfg.train
-    torch.manual_seed(cfg.seed)
-    model = build_backbone(tiny_config(m.arch, vocab_size=m.vocab_size or len(tr.tokenizer), hidden_size=m.hidden_size,
-                                       num_layers=m.num_layers, num_heads=m.num_heads, num_kv_heads=m.num_kv_heads,
-                                       intermediate_size=m.intermediate_size or 3 * m.hidden_size)).train()
-    coll = DLLMCollator(tr.tokenizer.pad_token_id, tr.tokenizer.eos_token_id)
-    opt = torch.optim.AdamW(model.parameters(), lr=t.lr, betas=tuple(t.betas), weight_decay=t.weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, t.warmup_steps, t.max_steps, t.min_lr_ratio))
-    for step in range(t.max_steps):
-        mbs = tr.sampler.micro_batches(step)
-        batches = [coll([tr.train_ds[int(i)] for i in mb.indices]) for mb in mbs]
-        n_ar = sum(ar_pair_count(b['attention_mask'], b['loss_mask']) for b in batches)   # global denominator
-        opt.zero_grad()
-        for b in batches:
-            logits = model(input_ids=b['input_ids'], attention_mask=b['attention_mask']).logits
-            ar_loss(logits, b['input_ids'], ar_pair_mask(b['attention_mask'], b['loss_mask']), n_ar).loss.backward()
-        if t.grad_clip: torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip)
-        opt.step(); sched.step()
-    return model.eval()
+def dllm_mode(mode: str) -> str: return 'ar' if mode == 'autoregressive' else mode
 
 
 def accuracy(model, tok, n, settings, **kw):
@@ -65,20 +42,13 @@ def accuracy(model, tok, n, settings, **kw):
 def run_one(args, mode, seed, extra):
     "Train `mode` with `seed`; returns `dict(mode, seed, val, seconds, steps, addition, reverse)`."
     tic = time.perf_counter()
-    dmode = 'mdlm' if mode == 'autoregressive' else mode
-    cfg = load_config(args.config, [f'dllm.mode={dmode}', f'output_dir={args.output_dir}/{mode}-s{seed}', f'seed={seed}',
+    cfg = load_config(args.config, [f'dllm.mode={dllm_mode(mode)}', f'output_dir={args.output_dir}/{mode}-s{seed}', f'seed={seed}',
                                     *extra], world_size=1)
     tr = Trainer(cfg, quiet=True)
-    settings = sampler_settings(cfg)
-    if mode == 'autoregressive':
-        model, val = train_autoregressive(cfg, tr), float('nan')
-        acc = accuracy(model, tr.tokenizer, args.n, dict(max_new_tokens=settings['max_new_tokens']),
-                       sampler=generate_autoregressive)
-    else:
-        records = tr.fit()
-        vals = [r['val_loss'] for r in records if 'val_loss' in r]
-        val = vals[-1] if vals else float('nan')
-        acc = accuracy(tr.model.eval(), tr.tokenizer, args.n, settings)
+    records = tr.fit()
+    vals = [r['val_loss'] for r in records if 'val_loss' in r]
+    val = vals[-1] if vals else float('nan')
+    acc = accuracy(tr.model.eval(), tr.tokenizer, args.n, sampler_settings(cfg))   # ar: HF generate (greedy, KV cache)
     return dict(mode=mode, seed=seed, val=val, seconds=time.perf_counter() - tic, steps=cfg.train.max_steps, **acc)
 
 
@@ -114,7 +84,7 @@ def main():
     for mode in modes:
         if mode not in MODES: raise SystemExit(f'unknown mode {mode!r}; use a comma-separated subset of {",".join(MODES)}')
     for mode in modes:   # every mode's config is checked before any training (a key of another mode's section is an error)
-        load_config(args.config, [f"dllm.mode={'mdlm' if mode == 'autoregressive' else mode}", *extra], world_size=1)
+        load_config(args.config, [f"dllm.mode={dllm_mode(mode)}", *extra], world_size=1)
     rows = []
     for mode in modes:
         for seed in range(args.first_seed, args.first_seed + args.seeds):

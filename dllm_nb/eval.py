@@ -12,7 +12,7 @@ from torch import Tensor, nn
 from .collate import check_single_turn, first_supervised
 from .config import mode_block_size
 from .core import row_generators
-from .corruption import corrupt_uniform_random, sample_t
+from .corruption import corrupt_uniform, corrupt_uniform_random, sample_t
 from .data import TASKS, task_answer, task_examples, tokenize_example
 from .generate import progress_bar, encode_prompts, generate, right_pad
 from .loss import token_ce
@@ -120,8 +120,9 @@ def block_diffusion_losses(model: BlockDiffusionLM, input_ids: Tensor, loss_mask
     sums = dict(denoising_loss=0., one_step_nll_bound=0.)
     for k in range(n_samples):
         for name, t, e in (('denoising_loss', ts[:, k], eps), ('one_step_nll_bound', torch.ones(B), 0.)):
-            noisy = corrupt_uniform_random(w.target_ids, w.loss_mask, V, e, gens, t)[0]
-            logits = model.decode(state, noisy, w.decoder_mask, w.decoder_position_ids).logits
+            noisy = (corrupt_uniform_random(w.target_ids, w.loss_mask, V, e, gens, t) if model.mask_token_id is None else
+                     corrupt_uniform(w.target_ids, w.loss_mask, model.mask_token_id, e, gens, t=t))[0]   # its training noise
+            logits = model.canvas_logits(state, noisy, w.decoder_mask, w.decoder_position_ids)
             sums[name] = sums[name] + row_ce(logits, w.target_ids, w.loss_mask) / n_samples
     sums['encoder_nll'] = row_ce(state.logits[:, :-1], input_ids[:, 1:], sup[:, 1:])
     L = w.loss_mask.sum(-1)

@@ -219,6 +219,8 @@ def preflight(cfg, is_main: bool = True) -> None:
     if cfg.train.tensorboard and importlib.util.find_spec('tensorboard') is None:
         problems.append("train.tensorboard=true needs the tensorboard package: pip install 'dllm_nb[tensorboard]' "
                         "(or set train.tensorboard=false)")
+    if cfg.model.lora.rank and importlib.util.find_spec('peft') is None:
+        problems.append(f"model.lora.rank={cfg.model.lora.rank} needs the peft package: pip install 'dllm_nb[lora]' (or set model.lora.rank=0)")
     problems += _output_dir_problems(cfg, is_main and not problems)    # deletes an old run (overwrite) only if all is well
     if problems: raise ConfigError(problems)
 
