@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Optional
 import torch
 from torch import Tensor, nn
-from .generate import (GenerationOutput, Prompts, cut_at_eos, _device, _token_id, encode_prompts, mdlm_canvas, mdlm_unmask,
+from .generate import (GenerationOutput, Prompts, cut_at_eos, model_device, token_id, encode_prompts, mdlm_canvas, mdlm_unmask,
                               right_pad)
 from .models import MaskedDiffusionLM, SharedKVCache, mdlm_attention_mask
 
@@ -24,9 +24,9 @@ def generate_autoregressive_cached(model: nn.Module, prompts: Prompts, max_new_t
     if isinstance(model, MaskedDiffusionLM) or not getattr(backbone.config, 'is_causal', True):
         raise ValueError(f"{type(model).__name__} has a bidirectional backbone: it cannot decode autoregressively "
                          "(use a causal LM or a BlockDiffusionLM, whose encoder is causal).")
-    eos = _token_id(eos_token_id, tokenizer, 'eos_token_id', required=False)
-    pad = _token_id(pad_token_id, tokenizer, 'pad_token_id', required=False) or 0
-    prompt_ids, device = encode_prompts(prompts, tokenizer, chat), _device(backbone)
+    eos = token_id(eos_token_id, tokenizer, 'eos_token_id', required=False)
+    pad = token_id(pad_token_id, tokenizer, 'pad_token_id', required=False) or 0
+    prompt_ids, device = encode_prompts(prompts, tokenizer, chat), model_device(backbone)
     ids, L = right_pad([p[::-1] for p in prompt_ids], pad, device=device)            # reversed rows -> left padding
     ids, am = ids.flip(1), (torch.arange(ids.shape[1], device=device)[None] < L[:, None]).long().flip(1)
     out = backbone.generate(input_ids=ids, attention_mask=am, max_new_tokens=max_new_tokens, min_new_tokens=0,
@@ -81,4 +81,4 @@ def generate_mdlm_cached(model: MaskedDiffusionLM, prompts: Prompts, gen_length:
         full = kv.full(x)                                                                      # full pass (+ new K/V)
         return full.gather(1, cols[:, s:e, None].expand(-1, -1, full.shape[-1]))
     return mdlm_unmask(x, cols, mask_id, block_logits, block_length, steps, temperature, remasking, threshold,
-                       _token_id(eos_token_id, tokenizer, 'eos_token_id', required=False), seeds, return_trajectory)
+                       token_id(eos_token_id, tokenizer, 'eos_token_id', required=False), seeds, return_trajectory)

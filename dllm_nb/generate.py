@@ -24,10 +24,10 @@ from .models import (DLLM_CONFIG_NAME, BlockDiffusionLM, CausalLM, MaskedDiffusi
 # %% auto 0
 __all__ = ['Prompts', 'STATES', 'NOISE', 'NEW', 'STABLE', 'ABSENT', 'STATE_COLORS', 'MODEL_CLASSES', 'DEFAULT_MAX_NEW_TOKENS',
            'encode_prompts', 'row_seeds', 'block_generators', 'right_pad', 'predict_tokens', 'transfer_schedule',
-           'select_transfer', 'Trajectory', 'GenerationOutput', 'cut_at_eos', 'mdlm_canvas', 'mdlm_unmask',
-           'generate_mdlm', 'KVBuffer', 'CachedContext', 'ReencodeContext', 'keep_schedule', 'denoise_step',
-           'generate_block_diffusion', 'progress_bar', 'plot_trajectory', 'generate', 'saved_run', 'saved_block_size',
-           'load_checkpoint', 'check_prompt_lengths', 'main']
+           'select_transfer', 'Trajectory', 'GenerationOutput', 'cut_at_eos', 'model_device', 'token_id', 'mdlm_canvas',
+           'mdlm_unmask', 'generate_mdlm', 'KVBuffer', 'CachedContext', 'ReencodeContext', 'keep_schedule',
+           'denoise_step', 'generate_block_diffusion', 'progress_bar', 'plot_trajectory', 'generate', 'saved_run',
+           'saved_block_size', 'load_checkpoint', 'check_prompt_lengths', 'main']
 
 # %% ../nbs/12_generate.ipynb
 Prompts = Union[Sequence[Sequence[int]], Sequence[str]]
@@ -140,9 +140,12 @@ def cut_at_eos(row: Tensor, eos_token_id: Optional[int]) -> list[int]:
     return row[:row.index(eos_token_id)] if eos_token_id is not None and eos_token_id in row else row
 
 # %% ../nbs/12_generate.ipynb
-def _device(model: nn.Module) -> torch.device: return next(model.parameters()).device
+def model_device(model: nn.Module) -> torch.device:
+    "The device of `model`'s (first) parameters: where a sampler puts its tensors."
+    return next(model.parameters()).device
 
-def _token_id(value: Optional[int], tokenizer, attr: str, required: bool = True) -> Optional[int]:
+def token_id(value: Optional[int], tokenizer, attr: str, required: bool = True) -> Optional[int]:
+    "`value`, else `tokenizer.<attr>` (e.g. `eos_token_id`); a `ValueError` naming it when `required` and neither has one."
     if value is None and tokenizer is not None: value = getattr(tokenizer, attr)
     if value is None and required: raise ValueError(f"{attr} is unknown: pass {attr}= or a tokenizer that has one.")
     return value
@@ -162,8 +165,8 @@ def _mdlm_forward(model: nn.Module):
 def mdlm_canvas(model: nn.Module, prompts: Prompts, gen_length: int, mask_token_id: Optional[int] = None, tokenizer=None,
                 chat: bool = True) -> tuple[Tensor, Tensor, Tensor, int]:
     "`(x [B, T], cols [B, G], am [B, T], mask_id)`: each prompt followed by `gen_length` mask tokens (the canvas `cols`)."
-    mask_id = _token_id(mask_token_id, tokenizer, 'mask_token_id')
-    prompt_ids, device = encode_prompts(prompts, tokenizer, chat), _device(model)
+    mask_id = token_id(mask_token_id, tokenizer, 'mask_token_id')
+    prompt_ids, device = encode_prompts(prompts, tokenizer, chat), model_device(model)
     x, P = right_pad(prompt_ids, mask_id, max(map(len, prompt_ids)) + gen_length, device)       # [B, T]
     cols = P[:, None] + torch.arange(gen_length, device=device)                                # [B, G] canvas columns
     x.scatter_(1, cols, mask_id)
@@ -210,7 +213,7 @@ def generate_mdlm(model: nn.Module, prompts: Prompts, gen_length: int = 32, bloc
         logits = forward(x, am)                                                               # [B, T, V]
         return logits.gather(1, cols[:, s:e, None].expand(-1, -1, logits.shape[-1]))
     return mdlm_unmask(x, cols, mask_id, block_logits, block_length, steps, temperature, remasking, threshold,
-                       _token_id(eos_token_id, tokenizer, 'eos_token_id', required=False), seeds, return_trajectory)
+                       token_id(eos_token_id, tokenizer, 'eos_token_id', required=False), seeds, return_trajectory)
 
 # %% ../nbs/12_generate.ipynb
 class _BufferLayer(DynamicLayer):
@@ -272,7 +275,7 @@ def _self_cond_args(model: BlockDiffusionLM, prev_logits: Optional[Tensor] = Non
 class CachedContext:
     "Prompt + committed blocks as per-layer K/V; clean tokens enter the cache as causal rows of the next canvas pass."
     def __init__(self, model: BlockDiffusionLM, prompt_ids: list[list[int]], sliding_window: Optional[int] = None):
-        B, device = len(prompt_ids), _device(model)
+        B, device = len(prompt_ids), model_device(model)
         self.model, self.w, self.cache = model, sliding_window, KVBuffer(model.num_layers)
         self.valid = torch.zeros(B, 0, dtype=torch.bool, device=device)            # [B, C] real cache columns
         self.key_pos = torch.zeros(B, 0, dtype=torch.long, device=device)          # [B, C] their positions
@@ -384,8 +387,8 @@ def generate_block_diffusion(model: BlockDiffusionLM, prompts: Prompts, max_new_
                          f"sample with block_size={model.block_size}.")
     if sliding_window is not None and sliding_window < 1: raise ValueError(f"sliding_window={sliding_window} must be >= 1.")
     b, n_blocks = block_size, max_blocks if max_blocks is not None else -(-max_new_tokens // block_size)
-    eos_id = _token_id(eos_token_id, tokenizer, 'eos_token_id', required=False)
-    prompt_ids, device = encode_prompts(prompts, tokenizer, chat), _device(model)
+    eos_id = token_id(eos_token_id, tokenizer, 'eos_token_id', required=False)
+    prompt_ids, device = encode_prompts(prompts, tokenizer, chat), model_device(model)
     B, V = len(prompt_ids), model.backbone.get_input_embeddings().num_embeddings
     ctx = (CachedContext if use_cache else ReencodeContext)(model, prompt_ids, sliding_window)
     gens, rec = row_generators(row_seeds(seeds, B), 'sampling'), _Recorder(B, n_blocks * b, return_trajectory, device)

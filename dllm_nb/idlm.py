@@ -12,13 +12,13 @@ from torch.nn.attention.flex_attention import BlockMask
 from transformers import DynamicCache
 from .core import row_generators
 from .corruption import corrupt_all_masked
-from .generate import (GenerationOutput, Prompts, cut_at_eos, _device, _token_id, encode_prompts, predict_tokens,
+from .generate import (GenerationOutput, Prompts, cut_at_eos, model_device, token_id, encode_prompts, predict_tokens,
                               right_pad, row_seeds)
 from .loss import LossParts, count_tokens, token_ce
 from .masks import MaskMod, bd3_mask_mod, chunked_block_mask, dense_mask
-from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, _DLLMWrapper, model_attention_mask
+from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, DLLMWrapper, model_attention_mask
 from .stages import Batch, Counts, Noised, Stage
-from .strategies import _need_mask, register_strategy
+from .strategies import need_mask, register_strategy
 
 # %% auto 0
 __all__ = ['idlm_mask_mod', 'idlm_mask', 'idlm_block_mask', 'IntrospectiveDiffusionLM', 'idlm_targets', 'idlm_loss', 'IDLMInput',
@@ -58,7 +58,7 @@ def idlm_block_mask(seq_len: int, block_size: int, attention_mask: Tensor, BLOCK
                               BLOCK_SIZE=BLOCK_SIZE)                  # a few rows at a time: small transient grid
 
 # %% ../nbs/08b_idlm.ipynb
-class IntrospectiveDiffusionLM(_DLLMWrapper):
+class IntrospectiveDiffusionLM(DLLMWrapper):
     "Causal-LM backbone run over `[x_t | x_0]` under the I-DLM mask; `forward` -> `DLLMOutput` (logits `[B, 2L, V]`)."
     def __init__(self, backbone: nn.Module, block_size: int = 1):
         super().__init__()
@@ -129,7 +129,7 @@ class IDLMSettings:
         return dict(mask_token_id=mask_token_id, vocab_size=vocab_size, block_size=i.block_size,
                     clean_loss_weight=i.clean_loss_weight, auto_balance=i.auto_balance)
     def __post_init__(self):
-        _need_mask(self.mask_token_id, 'idlm')
+        need_mask(self.mask_token_id, 'idlm')
         if self.vocab_size is not None and not 0 <= self.mask_token_id < self.vocab_size:
             raise ValueError(f"mask_token_id={self.mask_token_id} is outside the vocabulary (size {self.vocab_size}); "
                              "add the mask token to the tokenizer and resize the embeddings (models.add_mask_token).")
@@ -179,7 +179,7 @@ def _keep(valid: Tensor, n_new: int, new_valid: Tensor) -> Tensor:
 class _IDLMState:
     "Clean K/V of the committed tokens, their validity, each row's next position, and the not-yet-encoded tokens."
     def __init__(self, model: IntrospectiveDiffusionLM, prompt_ids: list[list[int]]):
-        ids, P = right_pad(prompt_ids, 0, device=_device(model))
+        ids, P = right_pad(prompt_ids, 0, device=model_device(model))
         self.model, self.kv, self.next_pos = model, None, P
         self.valid = torch.zeros(len(P), 0, dtype=torch.bool, device=ids.device)
         self.pending, self.pending_pos = ids, torch.arange(ids.shape[1], device=ids.device).expand_as(ids)
@@ -215,8 +215,8 @@ def generate_idlm(model: IntrospectiveDiffusionLM, prompts: Prompts, max_new_tok
     b = model.block_size if block_size is None else block_size
     if b < 0: raise ValueError(f"block_size={b} must be >= 0 (0 = anchor only, i.e. greedy AR decoding).")
     prompt_ids = encode_prompts(prompts, tokenizer, chat)
-    mask_id = _token_id(mask_token_id, tokenizer, 'mask_token_id', required=b > 0)
-    eos = _token_id(eos_token_id, tokenizer, 'eos_token_id', required=False)
+    mask_id = token_id(mask_token_id, tokenizer, 'mask_token_id', required=b > 0)
+    eos = token_id(eos_token_id, tokenizer, 'eos_token_id', required=False)
     state, gens = _IDLMState(model, prompt_ids), row_generators(row_seeds(seeds, len(prompt_ids)), 'sampling')
     out, nfe = [], 0
     while sum(o.shape[1] for o in out) < max_new_tokens:

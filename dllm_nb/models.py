@@ -23,9 +23,9 @@ from .masks import MaskMod, MaskSpec, chunked_block_mask, to_additive
 __all__ = ['ARCH_CONFIGS', 'ATTN_IMPLEMENTATIONS', 'TINY_SIZES', 'MaskLike', 'DLLM_CONFIG_NAME', 'DLLM_WEIGHTS_NAME',
            'tiny_config', 'build_backbone', 'autocast_context', 'add_mask_token', 'gguf_cache_dir', 'gguf_to_hf',
            'dense_to_block_mask', 'model_attention_mask', 'count_backbone_calls', 'mdlm_attention_mask',
-           'mdlm_mask_mod', 'mdlm_block_mask', 'DLLMOutput', 'MaskedDiffusionLM', 'CausalLM', 'canvas_position_ids',
-           'SharedKVCache', 'embedding_scale', 'soft_embedding', 'SelfConditioning', 'shift_canvas_logits',
-           'EncoderState', 'BlockDiffusionLM']
+           'mdlm_mask_mod', 'mdlm_block_mask', 'DLLMOutput', 'DLLMWrapper', 'MaskedDiffusionLM', 'CausalLM',
+           'canvas_position_ids', 'SharedKVCache', 'embedding_scale', 'soft_embedding', 'SelfConditioning',
+           'shift_canvas_logits', 'EncoderState', 'BlockDiffusionLM']
 
 # %% ../nbs/07_models.ipynb
 ARCH_CONFIGS = dict(llama=LlamaConfig, qwen2=Qwen2Config, qwen3=Qwen3Config)
@@ -183,7 +183,7 @@ class DLLMOutput:
     logits: Tensor                           # [B, T, V] (MDLM), [B, 2L, V] (I-DLM) or canvas logits [B, R, V] (block diffusion)
     encoder_logits: Optional[Tensor] = None  # [B, S, V] block diffusion's encoder next-token logits (training, or when asked)
 
-class _DLLMWrapper(nn.Module):
+class DLLMWrapper(nn.Module):
     "Shared plumbing: the backbone, its mask form, and save/load of backbone + extra modules + settings."
     _extra_modules: tuple = ()
     def settings(self) -> dict: raise NotImplementedError
@@ -222,7 +222,7 @@ class _DLLMWrapper(nn.Module):
         return model
 
 # %% ../nbs/07_models.ipynb
-class MaskedDiffusionLM(_DLLMWrapper):
+class MaskedDiffusionLM(DLLMWrapper):
     "The backbone made bidirectional: `forward(input_ids, attention_mask, causal)` -> `DLLMOutput` (logits `[B, T, V]`)."
     def __init__(self, backbone: nn.Module, supervise_padding: bool = False, shift_logits: bool = False):
         super().__init__()
@@ -248,7 +248,7 @@ class MaskedDiffusionLM(_DLLMWrapper):
         return DLLMOutput(logits)
 
 # %% ../nbs/07_models.ipynb
-class CausalLM(_DLLMWrapper):
+class CausalLM(DLLMWrapper):
     "The backbone as it is, causal (`dllm.mode=ar`, the baseline): `forward(input_ids, attention_mask)` -> `DLLMOutput`."
     def __init__(self, backbone: nn.Module):
         super().__init__()
@@ -355,7 +355,7 @@ def _check_geometry(input_ids, canvas_ids, encoder_mask, decoder_mask, decoder_p
         raise TypeError(f"do_self_conditioning must be a bool tensor [B], got {coins.dtype}.")
 
 # %% ../nbs/07_models.ipynb
-class BlockDiffusionLM(_DLLMWrapper):
+class BlockDiffusionLM(DLLMWrapper):
     "Encoder/canvas block diffusion on one shared causal-LM backbone, with optional self-conditioning."
     _extra_modules = ('self_cond',)
     def __init__(self, backbone: nn.Module, self_conditioning: bool = True,

@@ -16,7 +16,7 @@ from .stages import Batch, Counts, Noised, Stage, Windowed
 from .window import SCORED_BLOCKS, build_response_window
 
 # %% auto 0
-__all__ = ['STRATEGIES', 'Strategy', 'make_settings', 'batch_t', 'uniform_masking', 'MDLMSettings', 'MDLMStrategy',
+__all__ = ['STRATEGIES', 'Strategy', 'make_settings', 'need_mask', 'batch_t', 'uniform_masking', 'MDLMSettings', 'MDLMStrategy',
            'HybridSettings', 'HybridStrategy', 'BlockDiffusionSettings', 'BlockDiffusionStrategy', 'ARSettings',
            'ARStrategy', 'register_strategy', 'get_strategy', 'settings_from_config']
 
@@ -36,7 +36,8 @@ def make_settings(cls: type, mode: str, settings: dict):
         raise ValueError(f"mode {mode!r} has no setting(s) {unknown}; its settings are {accepted}.")
     return cls(**settings)
 
-def _need_mask(mask_token_id, mode: str) -> None:
+def need_mask(mask_token_id, mode: str) -> None:
+    "`ValueError` when a mode that corrupts with a mask token was given none."
     if mask_token_id is None:
         raise ValueError(f"mode {mode!r} needs a mask token: set dllm.mask_token (e.g. '<|mask|>') so its id is known.")
 
@@ -68,7 +69,7 @@ class MDLMSettings:
     ar_loss_weight: float = 0.0             # later steps (and validation) add this times the same causal loss (co-loss)
     suffix_mask_prob: float = 0.0           # training rows masked as a suffix (`corrupt_suffix`) instead of uniformly
     def __post_init__(self):
-        _need_mask(self.mask_token_id, 'mdlm'); _check_t(self.t_sampling)
+        need_mask(self.mask_token_id, 'mdlm'); _check_t(self.t_sampling)
         if not 0 <= self.suffix_mask_prob <= 1: raise ValueError(f"suffix_mask_prob={self.suffix_mask_prob} must be in [0, 1].")
     @classmethod
     def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict:
@@ -121,7 +122,7 @@ class HybridSettings:
     t_sampling: str = 'iid'                 # how t is drawn when block_size is None
     half_life_ratio: float = 0.25           # late-position bias of blockwise masking, as a fraction of the block
     ar_loss_alpha: float = 1.0              # weight of the DIFFUSION term: loss = alpha * D + AR (the reference's meaning)
-    def __post_init__(self): _need_mask(self.mask_token_id, 'hybrid'); _check_t(self.t_sampling)
+    def __post_init__(self): need_mask(self.mask_token_id, 'hybrid'); _check_t(self.t_sampling)
     @classmethod
     def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict:
         d, h = cfg.dllm, cfg.hybrid
@@ -171,7 +172,7 @@ class BlockDiffusionSettings:
     def __post_init__(self):
         if self.vocab_size is None: raise ValueError("block_diffusion corrupts with random tokens: pass vocab_size.")
         if self.corruption not in ('random', 'mask'): raise ValueError(f"corruption={self.corruption!r}; use 'random' or 'mask'.")
-        if self.corruption == 'mask': _need_mask(self.mask_token_id, 'block_diffusion with corruption=mask')
+        if self.corruption == 'mask': need_mask(self.mask_token_id, 'block_diffusion with corruption=mask')
         if self.scored_blocks not in SCORED_BLOCKS: raise ValueError(f"scored_blocks={self.scored_blocks!r}; use one of {SCORED_BLOCKS}")
         _check_t(self.t_sampling)
     @classmethod
