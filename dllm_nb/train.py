@@ -18,9 +18,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     "Options and `key=value` overrides in any order (`--eval-n 0 data.val_size=0` works)."
     ap = argparse.ArgumentParser(prog='python -m dllm_nb.train', description='dLLM supervised fine-tuning.',
                                  epilog='overrides: dotted key=value pairs, e.g. dllm.mode=mdlm train.max_steps=50')
-    ap.add_argument('--config', default=None, help='YAML preset (a path, or a name under configs/); default: built-in defaults')
+    ap.add_argument('--config', default=None, help='YAML preset: a path, or a preset name (default, mdlm_cpu, ...: '
+                    'python -c "import dllm_nb.config as c; print(c.preset_names())"); default: built-in defaults')
     ap.add_argument('--print-config', action='store_true', help='print the resolved config and exit')
     ap.add_argument('--list-keys', action='store_true', help='list every config key with its type, default and meaning, and exit')
+    ap.add_argument('--check', action='store_true', help='check the config, paths and output_dir, then exit '
+                    '(0 fine, 2 one error line): no process group, nothing written (the Makefile runs it before torchrun)')
+    ap.add_argument('--rerun-hint', default=None, help='how to phrase the ways out of an output_dir that holds a run '
+                    '(the Makefile passes its own commands)')
     ap.add_argument('--stop-at', type=int, default=None, help='stop after this step, as a preemption would (resume later)')
     ap.add_argument('--eval-n', type=int, default=100, help='built-in data: test examples per task scored at the end (0 = skip)')
     ap.add_argument('--debug', action='store_true', help='show tracebacks instead of one-line errors (or DLLM_NB_DEBUG=1)')
@@ -170,7 +175,9 @@ def main(argv=None) -> int:
         if args.print_config:
             import yaml; from dllm_nb.config import config_to_dict
             print(yaml.safe_dump(config_to_dict(cfg), sort_keys=False)); return 0
-        preflight(cfg, rank0)                                          # output_dir, model path, extras: before any setup
+        rerun = dict(rerun=args.rerun_hint) if args.rerun_hint else {}
+        preflight(cfg, rank0 and not args.check, **rerun)              # output_dir, model path, extras: before any setup
+        if args.check: print(f"checked: config, paths and output_dir={cfg.output_dir!r} are fine"); return 0
     except (ConfigError, FileNotFoundError) as e: return fail(e, 2)
     from dllm_nb.distributed import cleanup, init_distributed
     dist_info, tic = init_distributed(timeout_s=cfg.train.dist_timeout_s), time.perf_counter()

@@ -111,3 +111,29 @@ def test_resume_check_ignores_other_modes_sections():
     idlm = load_config('default', ['dllm.mode=idlm'], world_size=1)
     assert config_changes(idlm, load_config('default', ['dllm.mode=idlm', 'idlm.block_size=2'], world_size=1)) == \
         ['idlm.block_size: 1 -> 2']
+
+
+def test_second_make_train_is_one_line_and_exit_2(tmp_path):
+    "`make train` into a folder that holds a run: one error line in make's words, exit 2, torchrun never starts."
+    run_dir = tmp_path / 'run'; run_dir.mkdir(); (run_dir / 'metrics.jsonl').write_text('{"step": 0}\n')
+    r = subprocess.run(['make', '-o', 'install', 'train', f'PY={sys.executable}', f'RUN={run_dir}'], env=ENV,
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = [l for l in r.stderr.splitlines() if not l.startswith('make: ***')]   # make's own "Error 2" trailer aside
+    assert len(lines) == 1 and 'Traceback' not in r.stderr, r.stderr
+    assert lines[0].startswith(f"error: output_dir='{run_dir}' already holds a run (metrics.jsonl); "), lines[0]
+    for how in (f'make train-resume RUN={run_dir}', 'make train RUN=runs/other', 'ARGS=train.overwrite=true'):
+        assert how in lines[0], how
+    assert 'torch.distributed.run' not in r.stdout                      # the launch line never ran
+    assert [p.name for p in run_dir.iterdir()] == ['metrics.jsonl']
+
+
+def test_check_writes_nothing(tmp_path):
+    "`--check` on a fresh folder: exit 0 and the folder is not even created; on a used one the CLI words, exit 2."
+    r = subprocess.run([sys.executable, '-m', 'dllm_nb.train', '--check', '--config', 'default',
+                        f'output_dir={tmp_path / "new"}'], env=ENV, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert r.returncode == 0 and 'checked:' in r.stdout and not (tmp_path / 'new').exists(), r.stderr
+    (tmp_path / 'new').mkdir(); (tmp_path / 'new' / 'config.yaml').write_text('')
+    r = subprocess.run([sys.executable, '-m', 'dllm_nb.train', '--check', f'output_dir={tmp_path / "new"}'], env=ENV,
+                       capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert r.returncode == 2 and r.stderr.count('\n') == 1 and 'resume it with train.resume=auto' in r.stderr, r.stderr
