@@ -2,7 +2,7 @@
 
 torchrun launches cost ~10 s each on a 2-core CPU; keep their number small.
 """
-import json, os, subprocess, sys
+import json, os, re, subprocess, sys
 from pathlib import Path
 
 import pytest
@@ -51,12 +51,21 @@ def test_torchrun_cli_checkpoints_and_resume(tmp_path):
     assert 'validation loss' in r.stdout
     run(TORCHRUN + args + [f'output_dir={part}', '--stop-at', '2'])
     assert sorted(p.name for p in part.iterdir() if p.name.startswith('ckpt')) == ['ckpt-0000002']
-    run(TORCHRUN + args + [f'output_dir={part}', 'train.resume=auto'])
+    r = run(TORCHRUN + args + [f'output_dir={part}', 'train.resume=auto'])
+    summary = next(l for l in r.stdout.splitlines() if l.startswith('validation loss'))
+    assert '(step 0) ->' in summary and '(step 4)' in summary, summary   # the whole run, not the resumed tail
     losses = lambda d: {r['step']: r['loss'] for r in map(json.loads, (d / 'metrics.jsonl').read_text().splitlines()) if 'loss' in r}
     lf, lp = losses(full), losses(part)
     assert [lf[s] for s in (3, 4)] == pytest.approx([lp[s] for s in (3, 4)], rel=1e-6, abs=0)
     assert sorted(p.name for p in full.iterdir() if p.name.startswith('ckpt')) == ['ckpt-0000002', 'ckpt-0000004']
     assert (full / 'loss_curve.png').exists()
+    card = (full / 'final' / 'README.md').read_text()                    # the model card, from the run's own data
+    assert str(tmp_path) not in card and '--checkpoint . --prompt' in card   # an absolute output_dir: shown as '.'
+    from dllm_nb.data import task_examples
+    for task in ('addition', 'reverse'):
+        first = task_examples(task, 'test')[0]['messages'][0]['content']
+        assert f"| `{first}` |" in card                                  # a test prompt of each task, with its result
+        assert re.search(rf"\| `{task}` \| .+ \| \d\.\d\d \(\d+/100\) \|", card), card  # measured exact match
     from transformers import AutoModelForCausalLM
     from dllm_nb.models import BlockDiffusionLM
     BlockDiffusionLM.from_pretrained(full / 'final')
