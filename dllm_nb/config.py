@@ -19,7 +19,8 @@ logger = logging.getLogger(__name__)
 __all__ = ['logger', 'MODE_SECTIONS', 'MOVED_KEYS', 'LoRAConfig', 'ModelConfig', 'DataConfig', 'DLLMConfig', 'MDLMConfig',
            'HybridConfig', 'BlockDiffusionConfig', 'IDLMConfig', 'DFlashConfig', 'TrainConfig', 'Config',
            'mode_block_size', 'ConfigError', 'parse_value', 'config_keys', 'config_help', 'moved_key',
-           'validate_config', 'load_config', 'config_to_dict', 'save_config', 'migrate_config', 'saved_config']
+           'validate_config', 'preset_dirs', 'preset_names', 'load_config', 'config_to_dict', 'save_config',
+           'migrate_config', 'saved_config']
 
 # %% ../nbs/09a_config.ipynb
 @dataclass
@@ -424,18 +425,32 @@ def validate_config(cfg: Config, world_size: int = 1) -> Config:
     return cfg
 
 # %% ../nbs/09a_config.ipynb
+def preset_dirs() -> list[Path]:
+    "Where a preset name is looked up, in order: `./configs`, the installed package's `configs/`, the source checkout's."
+    pkg = Path(__file__).resolve().parent if '__file__' in globals() else Path('../dllm_nb').resolve()  # (notebook: in nbs/)
+    dirs = [Path.cwd() / 'configs', pkg / 'configs', pkg.parent / 'configs']      # a wheel ships the repo's configs/ here
+    return [d for i, d in enumerate(dirs) if d.is_dir() and d.resolve() not in [e.resolve() for e in dirs[:i]]]
+
+def preset_names() -> list[str]:
+    "Every preset name `--config NAME` accepts."
+    return sorted({p.stem for d in preset_dirs() for p in d.glob('*.yaml')})
+
 def _preset_path(path) -> Path:
     p = Path(path)
-    if p.exists() or p.suffix: return p
-    roots = [Path.cwd() / 'configs'] + ([Path(__file__).resolve().parents[1] / 'configs'] if '__file__' in globals() else [])
-    return next((r / f'{p}.yaml' for r in roots if (r / f'{p}.yaml').exists()), p)
+    if p.exists() or p.suffix or len(p.parts) > 1: return p
+    return next((d / f'{p}.yaml' for d in preset_dirs() if (d / f'{p}.yaml').exists()), p)
+
+def _missing_preset(path) -> str:
+    p = Path(path)
+    if p.suffix or len(p.parts) > 1: return f"config file {str(p)!r} does not exist"
+    return f"no preset named {str(p)!r}; known presets: {', '.join(preset_names()) or 'none found'} (or give a YAML file's path)"
 
 def load_config(path=None, overrides: Sequence[str] = (), world_size: Optional[int] = None) -> Config:
     "Defaults <- YAML preset at `path` (file or preset name) <- dotted `key=value` overrides; validated for `world_size`."
     cfg, problems = Config(), []
     if path is not None:
         p = _preset_path(path)
-        if not p.exists(): raise ConfigError([f"config file {str(p)!r} does not exist"])
+        if not p.exists(): raise ConfigError([_missing_preset(path)])
         d = yaml.safe_load(p.read_text()) or {}
         if not isinstance(d, dict): raise ConfigError([f"{p} should hold a mapping of keys, got {type(d).__name__}"])
         for k, v in _flatten(d): _set(cfg, k, v, problems)

@@ -17,11 +17,11 @@ logger = logging.getLogger(__name__)
 
 # %% auto 0
 __all__ = ['logger', 'PAD', 'EOS', 'MASK', 'END', 'ROLE_TOKENS', 'ROLES', 'SPECIAL_TOKENS', 'CHAT_TEMPLATE', 'WORDS', 'TASKS',
-           'MIXES', 'SPLITS', 'DEFAULT_SIZES', 'task_examples', 'builtin_examples', 'task_answer', 'tokenizer_corpus',
-           'build_tokenizer', 'asset_dir', 'has_generation_tags', 'ensure_chat_tokens', 'load_tokenizer',
-           'validate_messages', 'pair_to_messages', 'as_messages', 'keep_last_run', 'rendered_assistant_mask',
-           'tokenize_example', 'highlight_supervised', 'plot_token_strip', 'DataError', 'read_json_rows',
-           'apply_overlong', 'load_sft_dataset', 'length_stats', 'main']
+           'TASK_SCOPES', 'MIXES', 'SPLITS', 'DEFAULT_SIZES', 'task_examples', 'builtin_examples', 'task_answer',
+           'tokenizer_corpus', 'build_tokenizer', 'asset_dir', 'has_generation_tags', 'ensure_chat_tokens',
+           'load_tokenizer', 'validate_messages', 'pair_to_messages', 'as_messages', 'keep_last_run',
+           'rendered_assistant_mask', 'tokenize_example', 'highlight_supervised', 'plot_token_strip', 'DataError',
+           'read_json_rows', 'apply_overlong', 'load_sft_dataset', 'length_stats', 'main']
 
 # %% ../nbs/01_data.ipynb
 PAD, EOS, MASK, END = '<|pad|>', '<|endoftext|>', '<|mask|>', '<|end|>'
@@ -62,6 +62,9 @@ def _reverse(rng: random.Random, min_words: int = 3, max_words: int = 5) -> tupl
     return f"Reverse the words: {' '.join(ws)}", f"{steps}. Answer: {' '.join(rev)}", ' '.join(rev)
 
 TASKS = {'addition': _addition, 'reverse': _reverse}
+TASK_SCOPES = {  # what a model trained on each task has seen (a model card says it: other prompts give garbage)
+    'addition': 'sums of two 3-digit numbers, answered with worked carries',
+    'reverse': f"3 to 5 words from its {len(WORDS)}-word list ({' '.join(WORDS)}), written in reverse order"}
 MIXES = {'default': ('addition', 'reverse')}
 SPLITS = ('test', 'validation', 'train')  # drawing order
 DEFAULT_SIZES = dict(train=10000, validation=200, test=200)  # per task

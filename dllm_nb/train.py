@@ -10,17 +10,22 @@ import torch
 from .config import ConfigError, config_help, load_config, mode_block_size, save_config
 
 # %% auto 0
-__all__ = ['parse_args', 'list_keys', 'resume_command', 'run_metadata', 'model_card', 'export_final', 'summarize',
-           'report_builtin', 'main']
+__all__ = ['parse_args', 'list_keys', 'resume_command', 'run_metadata', 'card_examples', 'model_card', 'write_model_card',
+           'export_final', 'summarize', 'report_builtin', 'main']
 
 # %% ../nbs/11_train.ipynb
 def parse_args(argv=None) -> argparse.Namespace:
     "Options and `key=value` overrides in any order (`--eval-n 0 data.val_size=0` works)."
     ap = argparse.ArgumentParser(prog='python -m dllm_nb.train', description='dLLM supervised fine-tuning.',
                                  epilog='overrides: dotted key=value pairs, e.g. dllm.mode=mdlm train.max_steps=50')
-    ap.add_argument('--config', default=None, help='YAML preset (a path, or a name under configs/); default: built-in defaults')
+    ap.add_argument('--config', default=None, help='YAML preset: a path, or a preset name (default, mdlm_cpu, ...: '
+                    'python -c "import dllm_nb.config as c; print(c.preset_names())"); default: built-in defaults')
     ap.add_argument('--print-config', action='store_true', help='print the resolved config and exit')
     ap.add_argument('--list-keys', action='store_true', help='list every config key with its type, default and meaning, and exit')
+    ap.add_argument('--check', action='store_true', help='check the config, paths and output_dir, then exit '
+                    '(0 fine, 2 one error line): no process group, nothing written (the Makefile runs it before torchrun)')
+    ap.add_argument('--rerun-hint', default=None, help='how to phrase the ways out of an output_dir that holds a run '
+                    '(the Makefile passes its own commands)')
     ap.add_argument('--stop-at', type=int, default=None, help='stop after this step, as a preemption would (resume later)')
     ap.add_argument('--eval-n', type=int, default=100, help='built-in data: test examples per task scored at the end (0 = skip)')
     ap.add_argument('--debug', action='store_true', help='show tracebacks instead of one-line errors (or DLLM_NB_DEBUG=1)')
@@ -55,28 +60,83 @@ def run_metadata(trainer, mask_token_id) -> dict:
                 base_model=cfg.model.path, dataset=cfg.data.dataset, steps_trained=cfg.train.max_steps,
                 sampler=dict(sampler_settings(cfg), temperature=0.0))       # the same defaults as eval and report_builtin
 
-def model_card(out_dir: Path, run: dict) -> str:
-    "A short README.md for `final/`: what it is and the exact command that samples it."
+def card_examples(cfg, n: int = 2) -> list[dict]:
+    "Model-card prompts from the run's own data: each built-in task's first `n` test prompts, else a JSON/JSONL file's first rows."
+    from dllm_nb.data import MIXES, TASKS, as_messages, read_json_rows, task_examples
+    ds = cfg.data.dataset
+    if ds.startswith('builtin:'):
+        name = ds.removeprefix('builtin:')
+        return [dict(task=t, prompt=ex['messages'][0]['content'], answer=ex['answer'])
+                for t in MIXES.get(name, [name] if name in TASKS else []) for ex in task_examples(t, 'test', cfg.seed)[:n]]
+    if Path(ds).suffix in ('.json', '.jsonl') and Path(ds).is_file():
+        return [dict(prompt=[m for m in as_messages(r) if m['role'] == 'user'][-1]['content']) for r in read_json_rows(ds)[0][:n]]
+    return []
+
+def _card_scope(run: dict, examples: list[dict], scores: dict | None) -> str:
+    "What the checkpoint can do: per built-in task, what it was trained on and its measured test exact match."
+    from dllm_nb.data import TASK_SCOPES
+    tasks = list(dict.fromkeys(e['task'] for e in examples if 'task' in e))
+    if not tasks: return f"It was trained on `{run['dataset']}` only: expect it to follow prompts like that data's, not others."
+    rows = [f"| `{t}` | {TASK_SCOPES[t]} | " + (f"{scores[t]['accuracy']:.2f} ({scores[t]['correct']}/{scores[t]['n']})"
+            if scores and t in scores else "not measured") + " |" for t in tasks]
+    return '\n'.join([f"It knows only its training data, `{run['dataset']}`:", '', '| task | trained on | test exact match |',
+                      '|---|---|---|', *rows, '', "Prompts unlike these lie outside what it "
+                      "saw: expect garbage."])
+
+def _card_examples(examples: list[dict], scores: dict | None) -> str:
+    "The example prompts, with this checkpoint's own completions and whether they are right when they were scored."
+    if not examples: return ''
+    done = {(t, s['prompt']): s for t, r in (scores or {}).items() for s in r['samples']}
+    rows = []
+    for e in examples:
+        s = done.get((e.get('task'), e['prompt']))
+        got = f"`{s['completion'].replace('|', '/')}` ({'right' if s['correct'] else 'wrong'}; answer {e['answer']})" if s else \
+              (f"answer {e['answer']}" if 'answer' in e else '')
+        rows.append(f"| `{e['prompt'].replace('|', '/')}` | {got} |")                  # (| would end the cell)
+    head = "what this checkpoint wrote" if done else "expected"
+    return '\n'.join(["Prompts from its own data" + (" (test split: never trained on)" if 'answer' in examples[0] else '') + ':',
+                      '', f'| prompt | {head} |', '|---|---|', *rows])
+
+def model_card(run: dict, checkpoint: str, examples: list[dict], scores: dict | None = None) -> str:
+    "`final/README.md`: what the checkpoint is, what it can do (measured when `scores` is given), and a command to sample it."
     plain = ("its causal encoder was trained with a next-token loss, so plain `generate` also works left to right"
              if run['mode'] == 'block_diffusion' else
              "the backbone was trained bidirectional (`is_causal: false` in config.json), so left-to-right `generate` "
              "is not how it samples: use the dllm_nb sampler")
     mask = (f"mask token {run['mask_token']!r} = id {run['mask_token_id']}" if run['mask_token_id'] is not None else
             "no mask token: corrupted with random tokens")
+    prompt = examples[0]['prompt'] if examples else 'a prompt like those in its training data'
     return f"""# dllm_nb {run['mode']} checkpoint
 
 A diffusion LM fine-tuned with [dllm_nb](https://github.com/dllm-nb/dllm_nb) in mode `{run['mode']}` (block size {run['block_size']},
-{mask}) from `{run['base_model'] or 'a from-scratch model'}` on `{run['dataset']}` for {run['steps_trained']} steps. `dllm_config.json` holds these settings and the sampler defaults.
+{mask}) from {f"`{run['base_model']}`" if run['base_model'] else 'a from-scratch model'} on `{run['dataset']}` for {run['steps_trained']} steps. `dllm_config.json` holds these settings and the sampler defaults.
 
-Sample it (nothing else is needed):
+## What it can do
+
+{_card_scope(run, examples, scores)}
+
+{_card_examples(examples, scores)}
+
+## Use it
+
+From the folder it was trained in (from inside this folder: `--checkpoint .`):
 
 ```bash
-python -m dllm_nb.generate --checkpoint {out_dir.resolve()} --prompt "What is 12 + 30?"
+python -m dllm_nb.generate --checkpoint {checkpoint} --prompt {shlex.quote(prompt)}
 ```
 
-Plain transformers: `AutoModelForCausalLM.from_pretrained("{out_dir.resolve()}")` loads the backbone with the
+Plain transformers: `AutoModelForCausalLM.from_pretrained({checkpoint!r})` loads the backbone with the
 tokenizer's bos/eos/pad ids in `config.json` and `generation_config.json`; {plain}.
 """
+
+def write_model_card(out_dir: Path, cfg, scores: dict | None = None) -> Path:
+    "(Re)write `out_dir/README.md` from `dllm_config.json`'s `run` and the run's own data; the path is shown relative."
+    import json
+    from dllm_nb.models import DLLM_CONFIG_NAME
+    run = json.loads((out_dir / DLLM_CONFIG_NAME).read_text())['run']
+    checkpoint = '.' if out_dir.is_absolute() else out_dir.as_posix()   # never an absolute path: the folder may move
+    (out_dir / 'README.md').write_text(model_card(run, checkpoint, card_examples(cfg), scores))
+    return out_dir / 'README.md'
 
 def export_final(trainer, out_dir: str | Path):
     "Consolidate the trained model (gathering FSDP shards) and write a self-describing `final/`; rank 0 returns the model."
@@ -98,7 +158,7 @@ def export_final(trainer, out_dir: str | Path):
     run = run_metadata(trainer, mask_id)
     meta = json.loads((out_dir / DLLM_CONFIG_NAME).read_text())
     (out_dir / DLLM_CONFIG_NAME).write_text(json.dumps({**meta, 'run': run}, indent=2))
-    (out_dir / 'README.md').write_text(model_card(out_dir, run))
+    write_model_card(out_dir, trainer.cfg)
     return model.eval()
 
 # %% ../nbs/11_train.ipynb
@@ -126,6 +186,7 @@ def report_builtin(model, tokenizer, cfg, n: int = 100) -> dict:
 # %% ../nbs/11_train.ipynb
 def _run(cfg, args, dist_info, tic) -> int:
     from dllm_nb.checkpoint import finite_checkpoints, weights_finite
+    from dllm_nb.metrics import read_metrics
     from dllm_nb.trainer import NonFiniteError, Trainer
     trainer = Trainer(cfg, dist_info)
     if dist_info.is_main:
@@ -133,7 +194,7 @@ def _run(cfg, args, dist_info, tic) -> int:
         print(f"dllm_nb.train: mode={cfg.dllm.mode} world_size={dist_info.world_size} train={len(trainer.train_ds)} "
               f"val={len(trainer.val_ds) if trainer.val_ds is not None else 0} "
               f"params={trainer.num_params / 1e6:.2f}M")
-    records = trainer.fit(stop_at=args.stop_at)
+    trainer.fit(stop_at=args.stop_at)
     if args.stop_at is not None and args.stop_at < cfg.train.max_steps:
         if dist_info.is_main: print(f'stopped at step {args.stop_at} as asked; resume with train.resume=auto')
         return 0
@@ -143,9 +204,10 @@ def _run(cfg, args, dist_info, tic) -> int:
                              f"last finite checkpoint: {good[-1] if good else 'none'}")
     model = export_final(trainer, Path(cfg.output_dir) / 'final')
     if dist_info.is_main:
-        print(summarize(records))
+        print(summarize(read_metrics(cfg.output_dir)))                # the whole run: a resume logged only its tail
         print(f"saved {Path(cfg.output_dir) / 'final'} after {time.perf_counter() - tic:.0f} s")
-        if cfg.data.dataset.startswith('builtin:') and args.eval_n and cfg.dllm.mode != 'dflash': report_builtin(model, trainer.tokenizer, cfg, args.eval_n)
+        if cfg.data.dataset.startswith('builtin:') and args.eval_n and cfg.dllm.mode != 'dflash':
+            write_model_card(Path(cfg.output_dir) / 'final', cfg, report_builtin(model, trainer.tokenizer, cfg, args.eval_n))
     return 0
 
 def _interrupted(cfg, argv) -> str:
@@ -170,7 +232,9 @@ def main(argv=None) -> int:
         if args.print_config:
             import yaml; from dllm_nb.config import config_to_dict
             print(yaml.safe_dump(config_to_dict(cfg), sort_keys=False)); return 0
-        preflight(cfg, rank0)                                          # output_dir, model path, extras: before any setup
+        rerun = dict(rerun=args.rerun_hint) if args.rerun_hint else {}
+        preflight(cfg, rank0 and not args.check, **rerun)              # output_dir, model path, extras: before any setup
+        if args.check: print(f"checked: config, paths and output_dir={cfg.output_dir!r} are fine"); return 0
     except (ConfigError, FileNotFoundError) as e: return fail(e, 2)
     from dllm_nb.distributed import cleanup, init_distributed
     dist_info, tic = init_distributed(timeout_s=cfg.train.dist_timeout_s), time.perf_counter()

@@ -30,9 +30,9 @@ from .stages import Batch, Counts
 logger = logging.getLogger(__name__)
 
 # %% auto 0
-__all__ = ['logger', 'RUN_FILES', 'lr_factor', 'step_denominators', 'StepResult', 'train_step', 'validate', 'build_model',
-           'with_lora', 'mode_wrapper', 'build_strategy', 'build_collator', 'load_datasets', 'preflight', 'Trainer',
-           'NonFiniteError', 'DeferredInterrupt']
+__all__ = ['logger', 'RUN_FILES', 'RERUN_HINT', 'lr_factor', 'step_denominators', 'StepResult', 'train_step', 'validate',
+           'build_model', 'with_lora', 'mode_wrapper', 'build_strategy', 'build_collator', 'load_datasets', 'preflight',
+           'Trainer', 'NonFiniteError', 'DeferredInterrupt']
 
 # %% ../nbs/09_trainer.ipynb
 def lr_factor(step: int, warmup_steps: int, max_steps: int, min_lr_ratio: float = 0.1) -> float:
@@ -187,7 +187,9 @@ RUN_FILES = ('metrics.jsonl', 'config.yaml', 'loss_curve.png', 'final', 'tb')   
 
 def _is_run_file(p: Path) -> bool: return p.name in RUN_FILES or bool(re.match(r'^\.?ckpt-\d+', p.name))
 
-def _output_dir_problems(cfg, is_main: bool) -> list[str]:
+RERUN_HINT = "resume it with train.resume=auto, choose a new output_dir, or set train.overwrite=true to delete that run first"
+
+def _output_dir_problems(cfg, is_main: bool, rerun: str = RERUN_HINT) -> list[str]:
     d, t = Path(cfg.output_dir), cfg.train
     if d.exists() and not d.is_dir(): return [f"output_dir={str(d)!r} is a file, not a folder; choose another output_dir"]
     first = next(p for p in [d, *d.absolute().parents] if p.exists())  # the folder that output_dir will be created in
@@ -196,8 +198,7 @@ def _output_dir_problems(cfg, is_main: bool) -> list[str]:
     old = sorted(p.name for p in d.iterdir()) if d.is_dir() else []
     if not old or t.resume: return []
     if not t.overwrite:
-        return [f"output_dir={str(d)!r} already holds a run ({', '.join(old[:4])}{', ...' if len(old) > 4 else ''}); resume it "
-                "with train.resume=auto, choose a new output_dir, or set train.overwrite=true to delete that run first"]
+        return [f"output_dir={str(d)!r} already holds a run ({', '.join(old[:4])}{', ...' if len(old) > 4 else ''}); {rerun}"]
     if is_main:                                                        # only what a run writes, never other files
         for p in filter(_is_run_file, d.iterdir()): shutil.rmtree(p) if p.is_dir() else p.unlink()
         print(f"train.overwrite=true: deleted the previous run in {d}", flush=True)
@@ -212,8 +213,9 @@ def _model_path_problem(key: str, path: str | None) -> str | None:
             return f"{key}={path!r} is not a local folder nor a hub model in the cache, and HF_HUB_OFFLINE is set; download it first"
     return None
 
-def preflight(cfg, is_main: bool = True) -> None:
+def preflight(cfg, is_main: bool = True, rerun: str = RERUN_HINT) -> None:
     "Check what would otherwise fail after minutes of setup (output_dir, model paths, optional packages); `ConfigError`."
+    # rerun: the ways out of an output_dir that holds a run, in the launcher's words (the Makefile passes make commands)
     problems = [q for q in [_model_path_problem('model.path', cfg.model.path),
                             _model_path_problem('model.tokenizer', cfg.model.tokenizer)] if q]
     if cfg.train.tensorboard and importlib.util.find_spec('tensorboard') is None:
@@ -221,7 +223,7 @@ def preflight(cfg, is_main: bool = True) -> None:
                         "(or set train.tensorboard=false)")
     if cfg.model.lora.rank and importlib.util.find_spec('peft') is None:
         problems.append(f"model.lora.rank={cfg.model.lora.rank} needs the peft package: pip install 'dllm_nb[lora]' (or set model.lora.rank=0)")
-    problems += _output_dir_problems(cfg, is_main and not problems)    # deletes an old run (overwrite) only if all is well
+    problems += _output_dir_problems(cfg, is_main and not problems, rerun)  # deletes an old run (overwrite) only if all is well
     if problems: raise ConfigError(problems)
 
 # %% ../nbs/09_trainer.ipynb

@@ -212,3 +212,30 @@ def test_old_layout_yaml_is_an_error_but_an_old_run_folder_migrates(tmp_path, ca
     msgs = [r.getMessage() for r in caplog.records if r.name == 'dllm_nb.config']
     assert len(msgs) == 2 and 'dllm.block_size -> hybrid.block_size' in msgs[0] and 'self_conditioning=False dropped' in msgs[0]
     validate_config(cfg)
+
+
+def test_presets_travel_with_a_plain_pip_install(tmp_path):
+    "A wheel of this checkout, installed on its own, resolves `--config default` by name from a folder with no configs/."
+    import subprocess, sys, zipfile
+    pip = [sys.executable, '-m', 'pip', '--disable-pip-version-check', '-q']
+    subprocess.run(pip + ['wheel', '--no-deps', '--no-build-isolation', '-w', str(tmp_path / 'whl'), str(ROOT)],
+                   check=True, capture_output=True, timeout=300)
+    wheel, = (tmp_path / 'whl').glob('dllm_nb-*.whl')
+    shipped = {Path(n).name for n in zipfile.ZipFile(wheel).namelist() if n.startswith('dllm_nb/configs/')}
+    assert shipped == {p.name for p in PRESETS}                            # the one copy in configs/, every preset
+    subprocess.run(pip + ['install', '--no-deps', '--target', str(tmp_path / 'site'), str(wheel)], check=True,
+                   capture_output=True, timeout=300)
+    (tmp_path / 'elsewhere').mkdir()
+    code = ("import dllm_nb, dllm_nb.config as c; print(dllm_nb.__file__); print(c.preset_dirs()[0]); "
+            "print(c.load_config('default', world_size=1) == c.Config()); print(c.load_config('mdlm_cpu').dllm.mode)")
+    env = {k: v for k, v in __import__('os').environ.items() if k != 'PYTHONPATH'}
+    r = subprocess.run([sys.executable, '-c', code], cwd=tmp_path / 'elsewhere', capture_output=True, text=True,
+                       env={**env, 'PYTHONPATH': str(tmp_path / 'site')}, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    where, presets, default_ok, mode = r.stdout.split('\n')[:4]
+    assert where.startswith(str(tmp_path / 'site')), where                # the installed copy, not this checkout
+    assert Path(presets) == tmp_path / 'site' / 'dllm_nb' / 'configs' and default_ok == 'True' and mode == 'mdlm'
+    r = subprocess.run([sys.executable, '-m', 'dllm_nb.train', '--config', 'defualt', '--print-config'],
+                       cwd=tmp_path / 'elsewhere', capture_output=True, text=True, timeout=300,
+                       env={**env, 'PYTHONPATH': str(tmp_path / 'site')})
+    assert r.returncode == 2 and "no preset named 'defualt'; known presets: default, " in r.stderr, r.stderr[-2000:]

@@ -16,3 +16,66 @@ def test_readme_commands_are_make_targets():
     assert cmds[:2] == ['make train', 'make test'], cmds
     makefile = (ROOT / 'Makefile').read_text()
     for target in ('train', 'test'): assert re.search(rf'^{target}:', makefile, re.M), target
+
+
+README = (ROOT / 'README.md').read_text()
+BLOCKS = re.findall(r'```(\w+)\n(.+?)\n```', README, re.S)
+CODE_LINES = [l for lang, b in BLOCKS if lang == 'bash' for l in b.replace('\\\n', ' ').splitlines()]
+
+
+def section(title: str) -> str:
+    return README.split(f'\n## {title}\n', 1)[1].split('\n## ', 1)[0]
+
+
+def test_front_page_order_and_length():
+    "What it is -> the two commands -> modes -> API example -> ... -> layout -> results; the long figures are not up front."
+    heads = re.findall(r'^## (.+)$', README, re.M)
+    assert heads[:3] == ['The two commands', 'Modes', 'The Python API'], heads
+    assert heads.index('Layout') < heads.index('Results'), heads
+    first = section('The two commands')
+    assert len(first.split()) < 300 and 'median' not in first, len(first.split())
+    python = re.search(r'^PYTHON \?= (\S+)', (ROOT / 'Makefile').read_text(), re.M).group(1)
+    assert f'`{python}`' in first                                         # the interpreter the Makefile needs, named
+
+
+def test_modes_table_has_one_row_per_mode_with_a_command():
+    from dllm_nb.config import MODE_SECTIONS
+    rows = [r for r in section('Modes').splitlines() if r.startswith('| `')]
+    modes = [re.match(r'\| `(\w+)` \|', r).group(1) for r in rows]
+    assert sorted(modes) == sorted(MODE_SECTIONS), modes               # every mode, once (a new mode needs its row)
+    for r in rows:
+        cells = [c.strip() for c in re.split(r'(?<!\\)\|', r)[1:-1]]
+        assert len(cells) == 4 and re.fullmatch(r'`[^`]+`', cells[3]), r  # mode | what | measured | `command`
+
+
+def test_make_commands_in_readme_exist():
+    makefile = (ROOT / 'Makefile').read_text()
+    targets = set(re.findall(r'^([\w-]+):', makefile, re.M))
+    variables = set(re.findall(r'^(\w+)\s*\??=', makefile, re.M))
+    for cmd in re.findall(r'`(make [^`]+)`', README) + [l for l in CODE_LINES if l.startswith('make')]:
+        words = cmd.split()[1:]
+        assert all(w in targets for w in words if '=' not in w and w != '...'), cmd
+        assert all(w.split('=')[0] in variables for w in words if '=' in w), cmd
+
+
+def test_readme_commands_name_what_they_need():
+    "A resume names its output_dir (else it resumes runs/default); a preset that logs to TensorBoard comes with the extra."
+    from dllm_nb.config import load_config
+    for l in CODE_LINES:
+        if 'train.resume=auto' in l and not l.startswith('#'): assert 'output_dir=' in l, l
+    for lang, block in BLOCKS:
+        for name in re.findall(r'--config (\S+)', block):
+            if load_config(name, world_size=1).train.tensorboard: assert "[tensorboard]" in block, block
+
+
+def test_python_api_example_runs(tmp_path):
+    "The README's Python example, with 2 steps and 2 prompts instead of 600 and 20."
+    import os
+    code, = [b for lang, b in BLOCKS if lang == 'python']
+    short = code.replace("'train.max_steps=600'", "'train.max_steps=2', 'train.warmup_steps=1'").replace('n=20', 'n=2')
+    assert short != code
+    env = {**os.environ, 'PYTHONPATH': str(ROOT), 'OMP_NUM_THREADS': '1'}
+    r = subprocess.run([sys.executable, '-c', short], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert re.match(r"^\d\.\d+ \{'prompt': 'What is \d{3} \+ \d{3}\?'", r.stdout.splitlines()[-1]), r.stdout[-500:]
+    assert (tmp_path / 'runs' / 'api' / 'metrics.jsonl').exists()

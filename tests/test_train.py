@@ -2,7 +2,7 @@
 
 torchrun launches cost ~10 s each on a 2-core CPU; keep their number small.
 """
-import json, os, subprocess, sys
+import json, os, re, subprocess, sys
 from pathlib import Path
 
 import pytest
@@ -54,12 +54,21 @@ def test_torchrun_cli_checkpoints_and_resume(tmp_path):
     assert 'validation loss' in r.stdout
     run(TORCHRUN + args + [f'output_dir={part}', '--stop-at', '2'])
     assert sorted(p.name for p in part.iterdir() if p.name.startswith('ckpt')) == ['ckpt-0000002']
-    run(TORCHRUN + args + [f'output_dir={part}', 'train.resume=auto'])
+    r = run(TORCHRUN + args + [f'output_dir={part}', 'train.resume=auto'])
+    summary = next(l for l in r.stdout.splitlines() if l.startswith('validation loss'))
+    assert '(step 0) ->' in summary and '(step 4)' in summary, summary   # the whole run, not the resumed tail
     losses = lambda d: {r['step']: r['loss'] for r in map(json.loads, (d / 'metrics.jsonl').read_text().splitlines()) if 'loss' in r}
     lf, lp = losses(full), losses(part)
     assert [lf[s] for s in (3, 4)] == pytest.approx([lp[s] for s in (3, 4)], rel=1e-6, abs=0)
     assert sorted(p.name for p in full.iterdir() if p.name.startswith('ckpt')) == ['ckpt-0000002', 'ckpt-0000004']
     assert (full / 'loss_curve.png').exists()
+    card = (full / 'final' / 'README.md').read_text()                    # the model card, from the run's own data
+    assert str(tmp_path) not in card and '--checkpoint . --prompt' in card   # an absolute output_dir: shown as '.'
+    from dllm_nb.data import task_examples
+    for task in ('addition', 'reverse'):
+        first = task_examples(task, 'test')[0]['messages'][0]['content']
+        assert f"| `{first}` |" in card                                  # a test prompt of each task, with its result
+        assert re.search(rf"\| `{task}` \| .+ \| \d\.\d\d \(\d+/100\) \|", card), card  # measured exact match
     from transformers import AutoModelForCausalLM
     from dllm_nb.models import BlockDiffusionLM
     BlockDiffusionLM.from_pretrained(full / 'final')
@@ -169,3 +178,29 @@ def test_lora_resume_export_and_bad_targets(tmp_path):
     assert bad.returncode == 2, bad.stderr[-2000:]
     err = [l for l in bad.stderr.splitlines() if l.strip()]
     assert err[-1].startswith('error: ') and "['query'] match no Linear" in err[-1] and 'Traceback' not in bad.stderr, err
+
+
+def test_second_make_train_is_one_line_and_exit_2(tmp_path):
+    "`make train` into a folder that holds a run: one error line in make's words, exit 2, torchrun never starts."
+    run_dir = tmp_path / 'run'; run_dir.mkdir(); (run_dir / 'metrics.jsonl').write_text('{"step": 0}\n')
+    r = subprocess.run(['make', '-o', 'install', 'train', f'PY={sys.executable}', f'RUN={run_dir}'], env=ENV,
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = [l for l in r.stderr.splitlines() if not l.startswith('make: ***')]   # make's own "Error 2" trailer aside
+    assert len(lines) == 1 and 'Traceback' not in r.stderr, r.stderr
+    assert lines[0].startswith(f"error: output_dir='{run_dir}' already holds a run (metrics.jsonl); "), lines[0]
+    for how in (f'make train-resume RUN={run_dir}', 'make train RUN=runs/other', 'ARGS=train.overwrite=true'):
+        assert how in lines[0], how
+    assert 'torch.distributed.run' not in r.stdout                      # the launch line never ran
+    assert [p.name for p in run_dir.iterdir()] == ['metrics.jsonl']
+
+
+def test_check_writes_nothing(tmp_path):
+    "`--check` on a fresh folder: exit 0 and the folder is not even created; on a used one the CLI words, exit 2."
+    r = subprocess.run([sys.executable, '-m', 'dllm_nb.train', '--check', '--config', 'default',
+                        f'output_dir={tmp_path / "new"}'], env=ENV, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert r.returncode == 0 and 'checked:' in r.stdout and not (tmp_path / 'new').exists(), r.stderr
+    (tmp_path / 'new').mkdir(); (tmp_path / 'new' / 'config.yaml').write_text('')
+    r = subprocess.run([sys.executable, '-m', 'dllm_nb.train', '--check', f'output_dir={tmp_path / "new"}'], env=ENV,
+                       capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert r.returncode == 2 and r.stderr.count('\n') == 1 and 'resume it with train.resume=auto' in r.stderr, r.stderr
