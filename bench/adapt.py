@@ -10,7 +10,8 @@ and schedule, so every row sees the same examples:
   * `ar`      - `configs/smollm2_ar.yaml`: causal SFT (`dllm.mode=ar`), the baseline;
   * `bd`      - `configs/smollm2_adapt.yaml`: block diffusion adapted from the AR weights (mask-token noise, shifted
                 logits, encoder next-token loss), full fine-tune;
-  * `bd_lora` - the same with LoRA (`model.lora.rank=16`, every attention and MLP projection).
+  * `bd_lora` - the same with LoRA (`model.lora.rank=16`, every attention and MLP projection) at lr 5e-4 (adapters
+                want a larger step than a full fine-tune; everything else equal).
 Each run is `python -m dllm_nb.train` in its own process (OMP_NUM_THREADS=1), reused when `runs/adapt/<row>/final`
 exists. Columns:
   * steps, train CPU s/step (median of the run's per-step process CPU time, `cpu_s` in metrics.jsonl), train minutes
@@ -37,11 +38,10 @@ from sample import CLOCK, n_generated, run_samplers   # noqa: E402  (the same ti
 TASKS = ('addition', 'reverse')
 ABLATION = {'recipe': [], 'no shift': ['block_diffusion.shift_logits=false'],
             'random-token noise': ['block_diffusion.corruption=random'],
-            'reference (random noise, no shift)': ['block_diffusion.corruption=random', 'block_diffusion.shift_logits=false'],
-            'no encoder loss': ['block_diffusion.encoder_loss_weight=0']}
+            'reference (random noise, no shift)': ['block_diffusion.corruption=random', 'block_diffusion.shift_logits=false']}
 ROWS = {'ar': ('AR SFT (full)', 'smollm2_ar.yaml', []),
         'bd': ('block diffusion (full)', 'smollm2_adapt.yaml', []),
-        'bd_lora': ('block diffusion (LoRA r=16)', 'smollm2_adapt.yaml', ['model.lora.rank=16'])}
+        'bd_lora': ('block diffusion (LoRA r=16)', 'smollm2_adapt.yaml', ['model.lora.rank=16', 'train.lr=5e-4'])}
 
 
 def train(row: str, gguf: str, runs: Path, retrain: bool, extra: list, spec=None) -> dict:
@@ -60,11 +60,26 @@ def train(row: str, gguf: str, runs: Path, retrain: bool, extra: list, spec=None
     return info
 
 
+def probe_cpu_step(out: Path, n: int = 5) -> float:
+    "Median process CPU seconds of `dllm_nb.trainer.train_step` over steps 2..n with the run's own config (runs whose log has no cpu_s)."
+    from dllm_nb.config import saved_config
+    from dllm_nb.trainer import Trainer, train_step
+    cfg = saved_config(out / 'config.yaml')
+    cfg.output_dir, cfg.train.eval_every, cfg.train.overwrite = str(out.parent / f'.probe-{out.name}'), 0, True
+    tr, ts = Trainer(cfg, quiet=True), []
+    for step in range(n):
+        c0 = time.process_time()
+        with torch.enable_grad(): train_step(tr.model, tr.strategy, tr.optimizer, [tr.micro_batch(m) for m in tr.sampler.micro_batches(step)], 1,
+                   cfg.train.grad_clip, scheduler=tr.scheduler)
+        ts.append(time.process_time() - c0)
+    return statistics.median(ts[1:])
+
+
 def run_stats(out: Path) -> dict:
     recs = [json.loads(l) for l in (out / 'metrics.jsonl').read_text().splitlines() if l.strip()]
-    steps = [r for r in recs if 'cpu_s' in r]
+    cpu = [r['cpu_s'] for r in recs if 'cpu_s' in r]
     cfg = __import__('yaml').safe_load((out / 'config.yaml').read_text())
-    return dict(steps=max(r['step'] for r in recs), cpu_step=statistics.median(r['cpu_s'] for r in steps),
+    return dict(steps=max(r['step'] for r in recs), cpu_step=statistics.median(cpu) if cpu else probe_cpu_step(out),
                 examples=max(r['step'] for r in recs) * cfg['train']['global_batch_size'],
                 final_mb=sum(f.stat().st_size for f in (out / 'final').rglob('*') if f.is_file()) / 2**20)
 
@@ -75,13 +90,25 @@ def samplers_for(model, tok, thresholds):
     from dllm_nb.models import BlockDiffusionLM
     if not isinstance(model, BlockDiffusionLM):
         return {'AR (HF generate + KV cache)': (lambda p, n, s: generate_autoregressive_cached(model, p, n, tok), model.backbone)}
-    b = model.block_size or 4
+    b = model.block_size or 4                  # no early stop on a repeated argmax: each row is its rule, nothing else
     bd = lambda **kw: (lambda p, n, s: generate_block_diffusion(model, p, n, block_size=b, steps_per_block=b, seeds=s,
-                                                                eos_token_id=tok.eos_token_id, **kw), model.backbone)
+                                                                eos_token_id=tok.eos_token_id, stop_when_stable=False, **kw),
+                       model.backbone)
     return {f'b={b}, schedule': bd(), **{f'b={b}, tau={t}': bd(threshold=t) for t in thresholds}}
 
 
 def evaluate(path: Path, examples, max_new, args) -> dict:
+    "`measure` once per run folder (cached in `bench_eval.json` beside `final/`; `--reeval` or `--retrain` redoes it)."
+    cache = path.parent / 'bench_eval.json'
+    key = dict(n=args.n, speed_n=args.speed_n, thresholds=args.thresholds, max_new=max_new)
+    if cache.exists() and not (args.reeval or args.retrain) and json.loads(cache.read_text()).get('key') == key:
+        return json.loads(cache.read_text())['result']
+    res = measure(path, examples, max_new, args)
+    cache.write_text(json.dumps(dict(key=key, result=res)))
+    return res
+
+
+def measure(path: Path, examples, max_new, args) -> dict:
     "Exact match per task of every sampler at batch 16, then the chosen sampler's speed at batch 1."
     from dllm_nb.generate import load_checkpoint
     model, tok = load_checkpoint(path, 'cpu')
@@ -107,7 +134,15 @@ def score(tok, ex, seq) -> bool:
 
 
 def curve(out: Path, examples, max_new) -> list:
-    "Exact match (mean over tasks) of the run's intermediate checkpoints and its final model, vs examples seen."
+    "Exact match (mean over tasks) of the run's checkpoints vs examples seen (cached in `bench_curve.json`)."
+    cache = out / 'bench_curve.json'
+    if cache.exists() and json.loads(cache.read_text())['n'] == len(examples): return json.loads(cache.read_text())['points']
+    points = curve_points(out, examples, max_new)
+    cache.write_text(json.dumps(dict(n=len(examples), points=points)))
+    return points
+
+
+def curve_points(out: Path, examples, max_new) -> list:
     import torch.distributed.checkpoint as dcp
     from dllm_nb.generate import load_checkpoint
     model, tok = load_checkpoint(out / 'final', 'cpu')
@@ -139,25 +174,45 @@ def plot_curves(curves: dict, path: str) -> None:
 
 
 def ablation(args, gguf: str, runs: Path, steps: int, examples, max_new) -> list:
-    "Short runs of the adaptation recipe with one ingredient removed: exact match (schedule sampler) and validation loss."
-    from dllm_nb.generate import load_checkpoint
-    print(f'\n## ablation: block diffusion adaptation, {steps} steps each, {args.curve_n} prompts per task, one token per step')
-    print(f"{'variant':<36} {'addition':>8} {'reverse':>7} {'val loss':>8} {'val dllm':>8}")
-    over = [f'train.max_steps={steps}', f'train.eval_every={steps}', f'train.save_every={steps}', 'train.keep_last=1',
-            f'train.warmup_steps={min(10, steps)}']
+    "The adaptation recipe without one ingredient, stopped at `steps` of the same schedule as the `bd` row (whose own checkpoint there is the reference)."
+    print(f'\n## ablation: block diffusion adaptation at step {steps} of the bd schedule, {args.curve_n} prompts per task, one token per step')
+    print(f"{'variant':<36} {'addition':>8} {'reverse':>7} {'val loss':>8}")
     few, out = [ex for t in TASKS for ex in [e for e in examples if e['task'] == t][:args.curve_n]], []
     for name, extra in ABLATION.items():
-        row = 'abl_' + name.split(' (')[0].replace(' ', '_').replace('-', '_')
-        train(row, gguf, runs, args.retrain, [*args.overrides, *over], (name, 'smollm2_adapt.yaml', extra))
+        row = 'bd' if not extra else 'abl_' + name.split(' (')[0].replace(' ', '_').replace('-', '_')
+        ck = runs / row / f'ckpt-{steps:07d}'
+        if not ck.exists() or (args.retrain and extra):
+            cmd = [sys.executable, '-m', 'dllm_nb.train', '--config', str(ROOT / 'configs' / 'smollm2_adapt.yaml'),
+                   f'model.path={gguf}', f'output_dir={runs / row}', 'train.overwrite=true', *extra, *args.overrides,
+                   '--stop-at', str(steps)]
+            print(f'training {row}: {" ".join(cmd[1:])}', flush=True)
+            if subprocess.run(cmd, env={**os.environ, 'OMP_NUM_THREADS': '1'}).returncode: sys.exit(f'{row}: training failed')
         recs = [json.loads(l) for l in (runs / row / 'metrics.jsonl').read_text().splitlines() if l.strip()]
-        val = [r for r in recs if 'val_loss' in r][-1]
-        model, tok = load_checkpoint(runs / row / 'final', 'cpu')
-        name0, (fn, _) = next(iter(samplers_for(model, tok, []).items()))
-        seqs = [s for i in range(0, len(few), 16) for s in fn(encode(tok, few[i:i + 16]), max_new, list(range(i, i + 16))).sequences]
-        acc = {t: statistics.mean(score(tok, e, s) for e, s in zip(few, seqs) if e['task'] == t) for t in TASKS}
-        out.append(dict(variant=name, steps=steps, **acc, val_loss=val['val_loss'], val_dllm_loss=val['val_dllm_loss']))
-        print(f"{name:<36} {acc['addition']:>8.2f} {acc['reverse']:>7.2f} {val['val_loss']:>8.3f} {val['val_dllm_loss']:>8.3f}", flush=True)
+        val = [r for r in recs if 'val_loss' in r and r['step'] == steps]
+        acc = checkpoint_exact(runs / row, ck, few, max_new)
+        out.append(dict(variant=name, steps=steps, **acc, val_loss=val[0]['val_loss'] if val else None))
+        print(f"{name:<36} {acc['addition']:>8.2f} {acc['reverse']:>7.2f} {out[-1]['val_loss'] or float('nan'):>8.3f}", flush=True)
+    if args.results: ablation_file(args).write_text(json.dumps(out, indent=1))
     return out
+
+
+def checkpoint_exact(run: Path, ck: Path, examples, max_new) -> dict:
+    "Exact match per task of a training checkpoint (the run's config rebuilds the model), one token per step."
+    import torch.distributed.checkpoint as dcp
+    from dllm_nb.config import saved_config
+    from dllm_nb.data import load_tokenizer
+    from dllm_nb.trainer import build_model
+    cfg = saved_config(run / 'config.yaml')
+    tok = load_tokenizer(cfg.model.tokenizer or cfg.model.path)
+    model = build_model(cfg, tok, verbose=False)[0].eval()
+    sd = {'model': model.state_dict()}
+    dcp.load(sd, checkpoint_id=str(ck)); model.load_state_dict(sd['model'])
+    _, (fn, _) = next(iter(samplers_for(model, tok, []).items()))
+    seqs = [s for i in range(0, len(examples), 16) for s in fn(encode(tok, examples[i:i + 16]), max_new, list(range(i, i + 16))).sequences]
+    return {t: statistics.mean(score(tok, e, s) for e, s in zip(examples, seqs) if e['task'] == t) for t in TASKS}
+
+
+def ablation_file(args) -> Path: return Path(args.results).with_name(Path(args.results).stem + '_ablation.json')
 
 
 def main():
@@ -170,11 +225,14 @@ def main():
     ap.add_argument('--speed-n', type=int, default=20, help='prompts per task timed at batch 1')
     ap.add_argument('--curve-n', type=int, default=30, help='prompts per task for the learning curve (0 = no curve)')
     ap.add_argument('--curve', default=str(ROOT / 'runs' / 'adapt' / 'curve.png'))
-    ap.add_argument('--thresholds', type=float, nargs='+', default=[0.9, 0.7, 0.5])
+    ap.add_argument('--thresholds', type=float, nargs='+', default=[0.9, 0.7])
+    ap.add_argument('--reeval', action='store_true', help='measure again even where bench_eval.json holds the numbers')
     ap.add_argument('--results', default=str(ROOT / 'bench' / 'results' / 'adapt_smollm2.json'),
                     help='write every number here as JSON (the tutorial reads it); empty = do not write')
     ap.add_argument('--ablation', type=int, default=0, metavar='STEPS',
-                    help='also run the ablation: the recipe without each ingredient, STEPS steps each')
+                    help='also run the ablation: the recipe without each ingredient, stopped at step STEPS (a multiple of '
+                         'the preset\'s save_every, 25) of the same schedule as the bd row')
+    ap.add_argument('--ablation-only', action='store_true', help='only the ablation (saved beside --results; a later run without --ablation includes it)')
     ap.add_argument('overrides', nargs='*', help='key=value overrides for every training run (e.g. train.max_steps=50)')
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -182,10 +240,11 @@ def main():
     hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar()
     from dllm_nb.data import builtin_examples, load_tokenizer
     gguf, runs = args.gguf or default_gguf(), Path(args.runs)
-    info = {r: train(r, gguf, runs, args.retrain, args.overrides) for r in args.rows}
     examples = [dict(ex, task=t) for t in TASKS for ex in builtin_examples(t, 'test')[:args.n]]
-    tok = load_tokenizer(runs / args.rows[0] / 'final')
+    tok = load_tokenizer(gguf)
     max_new = max(len(tok(ex['messages'][-1]['content'], add_special_tokens=False)['input_ids']) for ex in examples) + 1
+    if args.ablation_only: return ablation(args, gguf, runs, args.ablation, examples, max_new)
+    info = {r: train(r, gguf, runs, args.retrain, args.overrides) for r in args.rows}
     res = {r: {**info[r], **run_stats(runs / r), **evaluate(runs / r / 'final', examples, max_new, args)} for r in args.rows}
     print(f'\n## SmolLM2-135M-Instruct adapted on the built-in tasks: {args.n} test prompts per task, max_new_tokens '
           f'{max_new}, 1 thread, process clock; batch-1 speed on the first {args.speed_n} prompts per task')
@@ -206,6 +265,7 @@ def main():
         plot_curves(curves, args.curve)
         print(f'learning curve: {args.curve}')
     if args.ablation: abl = ablation(args, gguf, runs, args.ablation, examples, max_new)
+    elif args.results and ablation_file(args).exists(): abl = json.loads(ablation_file(args).read_text())   # an earlier --ablation-only
     if args.results:
         Path(args.results).parent.mkdir(parents=True, exist_ok=True)
         Path(args.results).write_text(json.dumps(dict(

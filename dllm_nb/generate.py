@@ -362,13 +362,13 @@ def keep_schedule(block_size: int, steps: int) -> list[int]:
     return [math.ceil(block_size * s / steps) for s in range(1, steps + 1)]
 
 def denoise_step(logits: Tensor, n_keep: Tensor, prev_arg: Tensor, has_prev: Tensor, gens, temperature: float = 0.0,
-                 threshold: Optional[float] = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+                 threshold: Optional[float] = None, stop_when_stable: bool = True) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     "One step for the rows of a pass: `(x0, keep, done, arg)`; row `i` keeps its `n_keep[i]` most confident predictions."
     x0, conf = predict_tokens(logits, temperature, gens)
     arg = x0 if temperature == 0 else logits.argmax(-1)                                 # greedy: x0 is the argmax
     keep = select_transfer(conf, torch.ones_like(x0, dtype=torch.bool), n_keep)         # the schedule's budget
     if threshold is not None: keep = keep | (conf > threshold)                          # + everything confident
-    done = keep.all(-1) | (has_prev & (arg == prev_arg).all(-1))                         # all kept, or stable
+    done = keep.all(-1) | (has_prev & (arg == prev_arg).all(-1) & stop_when_stable)      # all kept, or stable
     return x0, keep | done[:, None], done, arg
 
 # %% ../nbs/12_generate.ipynb
@@ -378,7 +378,8 @@ def generate_block_diffusion(model: BlockDiffusionLM, prompts: Prompts, max_new_
                              tokenizer=None, temperature: float = 0.0, threshold: Optional[float] = None,
                              sliding_window: Optional[int] = None, eos_token_id: Optional[int] = None, seeds=None,
                              chat: bool = True, use_cache: bool = True, return_trajectory: bool = False,
-                             progress: bool = False, mask_token_id: Optional[int] = None) -> GenerationOutput:
+                             progress: bool = False, mask_token_id: Optional[int] = None,
+                             stop_when_stable: bool = True) -> GenerationOutput:
     "Block-by-block generation: each row denoises its own block from noise (random tokens, or `mask_token_id`) against the cached context."
     if (max_new_tokens is None) == (max_blocks is None):
         raise ValueError(f"pass exactly one of max_new_tokens={max_new_tokens} and max_blocks={max_blocks}.")
@@ -406,7 +407,7 @@ def generate_block_diffusion(model: BlockDiffusionLM, prompts: Prompts, max_new_
     nfe, width, bar = 0, 0, progress_bar(range(n_blocks), progress, 'blocks')
     while len(live):
         logits = ctx.logits(canvas, prev_logits, has_prev).float(); nfe += 1       # [n, b, V]
-        x0, keep, done, arg = denoise_step(logits, sched[step], prev_arg, has_prev, bg, temperature, threshold)
+        x0, keep, done, arg = denoise_step(logits, sched[step], prev_arg, has_prev, bg, temperature, threshold, stop_when_stable)
         canvas, busy = x0.clone(), (~done).nonzero()[:, 0]
         if len(busy): canvas[busy] = torch.where(keep[busy], x0[busy], noise((len(busy), b), [bg[i] for i in busy.tolist()]))
         rec.rows = live; rec.update(blk * b, canvas, ~keep)

@@ -39,10 +39,12 @@ def test_front_page_order_and_length():
 
 
 def test_modes_table_has_one_row_per_mode_with_a_command():
-    from dllm_nb.config import MODE_SECTIONS
+    from typing import get_args, get_type_hints
+    from dllm_nb.config import DLLMConfig
     rows = [r for r in section('Modes').splitlines() if r.startswith('| `')]
     modes = [re.match(r'\| `(\w+)` \|', r).group(1) for r in rows]
-    assert sorted(modes) == sorted(MODE_SECTIONS), modes               # every mode, once (a new mode needs its row)
+    every = get_args(get_type_hints(DLLMConfig)['mode'])                 # every dllm.mode value, ar included
+    assert sorted(modes) == sorted(every), modes                       # every mode, once (a new mode needs its row)
     for r in rows:
         cells = [c.strip() for c in re.split(r'(?<!\\)\|', r)[1:-1]]
         assert len(cells) == 4 and re.fullmatch(r'`[^`]+`', cells[3]), r  # mode | what | measured | `command`
