@@ -26,7 +26,7 @@ __all__ = ['Prompts', 'STATES', 'NOISE', 'NEW', 'STABLE', 'ABSENT', 'STATE_COLOR
            'select_transfer', 'Trajectory', 'GenerationOutput', 'cut_at_eos', 'mdlm_canvas', 'mdlm_unmask',
            'generate_mdlm', 'KVBuffer', 'CachedContext', 'ReencodeContext', 'keep_schedule', 'denoise_step',
            'generate_block_diffusion', 'progress_bar', 'plot_trajectory', 'generate', 'saved_run', 'saved_block_size',
-           'load_checkpoint', 'check_prompt_lengths', 'main']
+           'load_checkpoint', 'check_prompt_lengths', 'at_least', 'load_error', 'main']
 
 # %% ../nbs/12_generate.ipynb
 Prompts = Union[Sequence[Sequence[int]], Sequence[str]]
@@ -478,8 +478,11 @@ def load_checkpoint(path, device=None, attn_implementation: str = 'sdpa'):
     from dllm_nb.data import load_tokenizer
     path = Path(path)
     if not (path / DLLM_CONFIG_NAME).exists():
-        raise FileNotFoundError(f"{path} has no {DLLM_CONFIG_NAME}: not a dllm_nb checkpoint (save one with "
-                                "MaskedDiffusionLM/BlockDiffusionLM.save_pretrained).")
+        if any((path / f).exists() for f in ('trainer_state.json', 'trainer_state.pt')):   # a run's ckpt-NNNNNNN/
+            from dllm_nb.export import load_training_checkpoint
+            return load_training_checkpoint(path, device)[:2]
+        raise FileNotFoundError(f"{path} has no {DLLM_CONFIG_NAME}: not a dllm_nb checkpoint; give a run's final/ folder, "
+                                "one of its ckpt-NNNNNNN/ folders, or a folder written by save_pretrained")
     kind = json.loads((path / DLLM_CONFIG_NAME).read_text()).get('model_class')
     from dllm_nb.idlm import IntrospectiveDiffusionLM              # 08b_idlm imports this module: not at the top
     classes = dict(MODEL_CLASSES, IntrospectiveDiffusionLM=IntrospectiveDiffusionLM)
@@ -503,6 +506,21 @@ def check_prompt_lengths(prompts, tokenizer, model, max_new_tokens: int, chat: b
 
 DEFAULT_MAX_NEW_TOKENS = 48   # fits the built-in tasks' answers; a final/ folder's own default comes first
 
+def at_least(lo: int) -> Callable[[str], int]:
+    "An argparse `type`: an integer >= `lo` (token counts, steps, batch sizes); anything else is a usage error (exit 2)."
+    def parse(s: str) -> int:
+        try: v = int(s)
+        except ValueError: raise argparse.ArgumentTypeError(f"expected an integer >= {lo}, got {s!r}") from None
+        if v < lo: raise argparse.ArgumentTypeError(f"must be >= {lo}, got {v}")
+        return v
+    return parse
+
+def load_error(path, e: BaseException) -> str:
+    "One line for a checkpoint that cannot be opened (the CLIs print it after `error: `)."
+    if isinstance(e, (FileNotFoundError, ValueError)) and str(e): return str(e).splitlines()[0]
+    first = str(e).strip().splitlines()[0][:160] if str(e).strip() else ''
+    return f"{path} cannot be loaded ({type(e).__name__}: {first}); a file may be truncated: re-export it"
+
 def _read_prompts(args) -> list[str]:
     prompts = list(args.prompt or [])
     if args.prompts_file: prompts += [l for l in Path(args.prompts_file).read_text().splitlines() if l.strip()]
@@ -511,16 +529,16 @@ def _read_prompts(args) -> list[str]:
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog='python -m dllm_nb.generate', description='Sample from a dllm_nb checkpoint.')
-    ap.add_argument('--checkpoint', required=True, help='folder written by save_pretrained')
+    ap.add_argument('--checkpoint', required=True, help="a run's final/ or ckpt-NNNNNNN/ folder, or one written by save_pretrained")
     ap.add_argument('--prompt', action='append', help='a prompt (repeatable)')
     ap.add_argument('--prompts-file', help='text file, one prompt per line')
-    ap.add_argument('--max-new-tokens', type=int, default=None, help="tokens per prompt; default: the checkpoint's, else 48")
-    ap.add_argument('--steps', type=int, default=None, help='MDLM: total steps; block diffusion: steps per block')
-    ap.add_argument('--block-size', type=int, default=None, help='default: the training block size (else 8 / 4)')
+    ap.add_argument('--max-new-tokens', type=at_least(1), default=None, help="tokens per prompt; default: the checkpoint's, else 48")
+    ap.add_argument('--steps', type=at_least(1), default=None, help='MDLM: total steps; block diffusion: steps per block')
+    ap.add_argument('--block-size', type=at_least(1), default=None, help='default: the training block size (else 8 / 4)')
     ap.add_argument('--temperature', type=float, default=0.0, help='0 = greedy')
     ap.add_argument('--threshold', type=float, default=None, help='confidence threshold (parallel decoding; both samplers)')
     ap.add_argument('--remasking', default='low_confidence', choices=['low_confidence', 'random'], help='MDLM only')
-    ap.add_argument('--batch-size', type=int, default=16, help='prompts per batch')
+    ap.add_argument('--batch-size', type=at_least(1), default=16, help='prompts per batch')
     ap.add_argument('--seed', type=int, default=0, help='prompt i uses seed + i')
     ap.add_argument('--raw', action='store_true', help='do not wrap prompts in the chat template')
     ap.add_argument('--device', default=None, help='default: cuda if available, else cpu')
@@ -541,9 +559,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         check_prompt_lengths(prompts, tok, model, max_new, chat=not args.raw)
     except Exception as e:                                             # one line; the traceback with DLLM_NB_DEBUG=1
         if os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0'): raise
-        why = (str(e) if isinstance(e, (FileNotFoundError, ValueError)) else f"{args.checkpoint} cannot be loaded "
-               f"({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}); a file may be truncated: re-export it")
-        print(f'error: {why}', file=sys.stderr); return 2
+        print(f'error: {load_error(args.checkpoint, e)}', file=sys.stderr); return 2
     kw = dict(temperature=args.temperature, chat=not args.raw)
     if isinstance(model, (MaskedDiffusionLM, BlockDiffusionLM)): kw.update(threshold=args.threshold)
     if isinstance(model, MaskedDiffusionLM): kw.update(remasking=args.remasking)
