@@ -134,7 +134,9 @@ def save_checkpoint(run_dir: str | Path, step: int, model, optimizer, trainer_st
     "Sharded, atomic checkpoint (+ `trainer_state` on rank 0); prunes to `keep_last`. Non-finite weights: nothing written, None."
     if not finite: return None                                          # every rank: `finite` comes from one reduction
     run_dir = Path(run_dir); final, tmp = run_dir / f'ckpt-{step:07d}', run_dir / f'.ckpt-{step:07d}.tmp'
-    if is_main: shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
+    if is_main:                                                         # the run holds the folder's lock: any .tmp is stale
+        for old in run_dir.glob('.ckpt-*.tmp'): shutil.rmtree(old, ignore_errors=True)   # (left by a kill during a save)
+        tmp.mkdir(parents=True)
     barrier()
     msd, osd = get_state_dict(model, optimizer)
     try:

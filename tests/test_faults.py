@@ -572,6 +572,10 @@ def test_second_run_of_a_locked_folder_exit_2_names_holder(tmp_path, capsys):
     ('eval', ['--task', 'addition', '--n', '0'], 'argument --n: must be >= 1, got 0'),                            # was 0.000 (0/0)
     ('eval', ['--task', 'addition', '--n', '-1'], 'argument --n: must be >= 1, got -1'),                          # scored 199
     ('eval', ['--task', 'addition', '--steps', 'x'], "argument --steps: expected an integer >= 1, got 'x'"),
+    ('eval', ['--task', 'addition', '--split', 'dev2'], "argument --split: invalid choice: 'dev2' (choose from 'train', "
+                                                        "'validation', 'val', 'test')"),                    # was a traceback
+    ('generate', ['--prompt', 'hi', '--temperature', '-1'], 'argument --temperature: must be in [0, inf], got -1.0'),
+    ('generate', ['--prompt', 'hi', '--threshold', '1.5'], 'argument --threshold: must be in [0, 1], got 1.5'),
 ])
 def test_cli_counts_checked_before_loading(tmp_path, monkeypatch, capsys, cmd, args, expect):
     "Issue 24 item 7: counts < 1 are usage errors (exit 2, one line), found before the model loads."
@@ -581,6 +585,18 @@ def test_cli_counts_checked_before_loading(tmp_path, monkeypatch, capsys, cmd, a
     with pytest.raises(SystemExit) as e: importlib.import_module(f'dllm_nb.{cmd}').main(['--checkpoint', str(tmp_path), *args])
     err = capsys.readouterr().err
     assert e.value.code == 2 and 'Traceback' not in err and err.splitlines()[-1] == f'python -m dllm_nb.{cmd}: error: {expect}', err
+
+
+@pytest.mark.parametrize('args, expect', [
+    (['--prompts-file', 'no/such/file'], 'error: --prompts-file no/such/file: No such file or directory'),  # was a traceback
+    (['--prompt', 'hi', '--device', 'cuda:7'], 'error: --device cuda:7: this machine has '),                # was 'truncated'
+    ([], 'error: no prompts: pass --prompt'),
+])
+def test_generate_inputs_are_one_line_exit_2(tmp_path, monkeypatch, capsys, args, expect):
+    import dllm_nb.generate as G
+    monkeypatch.setattr(G, 'load_checkpoint', lambda *a, **k: pytest.fail('loaded the model before checking the arguments'))
+    assert G.main(['--checkpoint', str(tmp_path), *args]) == 2
+    assert one_error_line(capsys.readouterr().err).startswith(expect)
 
 
 def test_eval_truncated_final_is_one_line(tiny_export, tmp_path, capsys):
