@@ -128,10 +128,10 @@ def report_builtin(model, tokenizer, cfg, n: int = 100) -> dict:
     return res
 
 # %% ../nbs/11_train.ipynb
-def _run(cfg, args, dist_info, tic) -> int:
+def _run(cfg, args, dist_info, tic, data) -> int:
     from dllm_nb.checkpoint import finite_checkpoints, weights_finite
     from dllm_nb.trainer import NonFiniteError, Trainer
-    trainer = Trainer(cfg, dist_info)
+    trainer = Trainer(cfg, dist_info, data=data)
     if dist_info.is_main:                                              # config.yaml: written by fit once a resume is accepted
         print(f"dllm_nb.train: mode={cfg.dllm.mode} world_size={dist_info.world_size} train={len(trainer.train_ds)} "
               f"val={len(trainer.val_ds) if trainer.val_ds is not None else 0} "
@@ -170,6 +170,11 @@ def _disk_error(e: OSError, cfg, argv) -> str:
     return (f"{e.filename or cfg.output_dir}: {e.strerror or e} (errno {e.errno}); free space or fix permissions or limits, "
             f"then resume with: {resume_command(argv)} (last complete checkpoint: {ck[-1] if ck else 'none'})")
 
+def _os_error(e: OSError, cfg, argv) -> tuple[int, str]:
+    "(exit status, line): 1 and the disk-error line for a real OS error; 2 for a library's OSError without errno."
+    if e.errno is None: return 2, (str(e).strip().splitlines() or [type(e).__name__])[0]   # e.g. transformers' "Can't load"
+    return 1, _disk_error(e, cfg, argv)
+
 def main(argv=None) -> int:
     "CLI entry point; exit status: 1 disk error, 2 bad config/data/paths/checkpoint, 3 diverged (NaN/inf), 130 SIGINT, 143 SIGTERM."
     args = parse_args(argv)
@@ -177,7 +182,7 @@ def main(argv=None) -> int:
     debug, rank0 = args.debug or os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0'), int(os.environ.get('RANK', 0)) == 0
     from dllm_nb.checkpoint import ResumeError, UnsafeCheckpointError, unlock_run_dir
     from dllm_nb.data import DataError
-    from dllm_nb.trainer import NonFiniteError, preflight
+    from dllm_nb.trainer import NonFiniteError, load_data, preflight
     def fail(e, code: int, msg: str | None = None) -> int:
         if debug: raise e
         if rank0: print(f'error: {msg or e}', file=sys.stderr, flush=True)
@@ -190,11 +195,12 @@ def main(argv=None) -> int:
             import yaml; from dllm_nb.config import config_to_dict
             print(yaml.safe_dump(config_to_dict(cfg), sort_keys=False)); return 0
         preflight(cfg, rank0)                                          # output_dir, model path, extras: before any setup
-    except (ConfigError, FileNotFoundError) as e: return fail(e, 2)
-    except OSError as e: return fail(e, 1, _disk_error(e, cfg, argv))  # e.g. the run folder's lock file cannot be made
+        data = load_data(cfg)                                          # tokenizer + data: their errors, too, before the group
+    except (ConfigError, DataError, FileNotFoundError) as e: return fail(e, 2)
+    except OSError as e: return fail(e, *_os_error(e, cfg, argv))      # e.g. the run folder's lock file cannot be made
     from dllm_nb.distributed import cleanup, init_distributed
     dist_info, tic = init_distributed(timeout_s=cfg.train.dist_timeout_s), time.perf_counter()
-    try: return _run(cfg, args, dist_info, tic)
+    try: return _run(cfg, args, dist_info, tic, data)
     except KeyboardInterrupt as e:                                     # `Interrupted` after a checkpoint, or a 2nd Ctrl-C
         if debug: raise
         sig = getattr(e, 'signum', signal.SIGINT)
@@ -202,7 +208,7 @@ def main(argv=None) -> int:
         return 128 + sig                                               # 130 SIGINT, 143 SIGTERM, as the shell reports them
     except (ConfigError, DataError, FileNotFoundError, ResumeError, UnsafeCheckpointError) as e: return fail(e, 2)
     except NonFiniteError as e: return fail(e, 3)
-    except OSError as e: return fail(e, 1, _disk_error(e, cfg, argv))  # disk full, file-size limit, read-only folder
+    except OSError as e: return fail(e, *_os_error(e, cfg, argv))      # disk full, file-size limit, read-only folder
     finally: cleanup(); unlock_run_dir(cfg.output_dir)
 
 # %% ../nbs/11_train.ipynb

@@ -31,8 +31,8 @@ logger = logging.getLogger(__name__)
 
 # %% auto 0
 __all__ = ['logger', 'RUN_FILES', 'lr_factor', 'step_denominators', 'StepResult', 'train_step', 'validate', 'build_model',
-           'build_strategy', 'build_collator', 'load_datasets', 'preflight', 'Trainer', 'NonFiniteError', 'Interrupted',
-           'DeferredInterrupt']
+           'build_strategy', 'build_collator', 'load_data', 'load_datasets', 'preflight', 'Trainer', 'NonFiniteError',
+           'Interrupted', 'DeferredInterrupt']
 
 # %% ../nbs/09_trainer.ipynb
 def lr_factor(step: int, warmup_steps: int, max_steps: int, min_lr_ratio: float = 0.1) -> float:
@@ -142,6 +142,11 @@ def build_collator(cfg, tokenizer):
                         response_window=d.mode == 'block_diffusion',
                         response_canvas=d.response_canvas if d.mode in ('mdlm', 'hybrid') else None)
 
+def load_data(cfg) -> tuple:
+    "`(tokenizer, train, validation)`: what `Trainer` needs before any model (the CLI loads it before the process group forms)."
+    tok = load_tokenizer(cfg.model.tokenizer or cfg.model.path)
+    return (tok, *load_datasets(cfg, tok))
+
 def load_datasets(cfg, tokenizer) -> tuple:
     "`(train, validation)` tokenised datasets; validation is `data.val_split` or `data.val_size` held-out train rows."
     dc, n = cfg.data, cfg.data.train_size
@@ -214,12 +219,11 @@ def preflight(cfg, is_main: bool = True) -> None:
 # %% ../nbs/09_trainer.ipynb
 class Trainer:
     "Config-driven dLLM SFT loop: data, model, strategy, optimizer, logging, validation, checkpoints."
-    def __init__(self, cfg, dist_info=None, quiet: bool = False):
+    def __init__(self, cfg, dist_info=None, quiet: bool = False, data: tuple | None = None):
         self.cfg, self.dist, self.quiet = cfg, dist_info or DistInfo(), quiet
         self.run_dir = Path(cfg.output_dir)
         torch.manual_seed(cfg.seed)
-        self.tokenizer = load_tokenizer(cfg.model.tokenizer or cfg.model.path)
-        self.train_ds, self.val_ds = load_datasets(cfg, self.tokenizer)
+        self.tokenizer, self.train_ds, self.val_ds = data or load_data(cfg)   # `load_data(cfg)`, or what it returned
         self.collator = build_collator(cfg, self.tokenizer)
         self.model, self.mask_token_id = build_model(cfg, self.tokenizer)
         self.model.to(self.dist.device)

@@ -666,12 +666,19 @@ def test_torchrun_sigterm_saves_one_checkpoint_at_one_step(tmp_path):
     assert p.returncode == 1                                                                     # torchrun's own code
 
 
-def test_torchrun_config_error_printed_once_exit_2(tmp_path):
-    "Issue 24 item 4: under torchrun a data/config error is one `error:` line (it was missing in 2 of 6 tries), exit 2."
-    p = _torchrun([f'output_dir={tmp_path / "run"}', 'data.dataset=builtin:nosuch'])
+@pytest.mark.parametrize('kind', ['config', 'data'])
+def test_torchrun_config_error_printed_once_exit_2(tmp_path, kind):
+    """Issue 24 item 4: under torchrun a config or data error is one `error:` line (it was missing in 2 of 6 tries, and
+    the data error came after the process group formed), the failed worker exits 2; torchrun itself exits 1."""
+    bad = tmp_path / 'd.jsonl'; bad.write_text(json.dumps(ROW) + '\n{"messages": [}\n')
+    dataset = 'builtin:nosuch' if kind == 'config' else str(bad)
+    p = _torchrun([f'output_dir={tmp_path / "run"}', f'data.dataset={dataset}', *TINY[:5]])
     _, err = p.communicate(timeout=120)
     assert len([l for l in err.splitlines() if l.startswith('error: ')]) == 1, err[-3000:]
-    assert "error: data.dataset='builtin:nosuch' is not a built-in dataset" in err
+    assert (f"error: data.dataset='builtin:nosuch' is not a built-in dataset" if kind == 'config' else
+            f"error: {bad}:2: invalid JSON") in err
+    assert re.search(r'exitcode\s*:\s*2', err), err[-3000:]                                        # torchrun's summary
+    assert p.returncode == 1
     assert re.search(r'exitcode\s*:\s*2', err), err[-3000:]                                        # torchrun's summary
     assert p.returncode == 1
 
