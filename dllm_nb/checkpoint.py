@@ -21,7 +21,7 @@ from .distributed import all_reduce_sum, barrier
 __all__ = ['STATE_FILES', 'RESUME_SAFE_KEYS', 'LOCK_FILE', 'list_checkpoints', 'finite_checkpoints', 'UnsafeCheckpointError',
            'write_trainer_state', 'read_trainer_state', 'read_dcp_metadata', 'SafeReader', 'SafeLoadPlanner',
            'save_checkpoint', 'weights_finite', 'weight_mismatches', 'restore_checkpoint', 'config_changes',
-           'ResumeError', 'resume_checkpoint', 'lock_run_dir', 'unlock_run_dir']
+           'ResumeError', 'resume_checkpoint', 'lock_run_dir', 'holds_lock', 'unlock_run_dir']
 
 # %% ../nbs/09c_checkpoint.ipynb
 _CKPT = re.compile(r'^ckpt-(\d+)$')
@@ -275,6 +275,10 @@ def lock_run_dir(run_dir: str | Path, say: Callable = print) -> str | None:
     os.ftruncate(fd, 0); os.pwrite(fd, json.dumps(me).encode(), 0)
     _HELD[key] = fd
     return None
+
+def holds_lock(run_dir: str | Path) -> bool:
+    "True when this process holds `run_dir`'s lock."
+    return str(Path(run_dir).resolve()) in _HELD
 
 def unlock_run_dir(run_dir: str | Path) -> None:
     "Release this process's lock on `run_dir` (a no-op when it holds none); the file stays."

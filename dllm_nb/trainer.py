@@ -14,7 +14,8 @@ from fastcore.basics import patch
 from huggingface_hub import try_to_load_from_cache
 from torch import Tensor
 from tqdm.auto import tqdm
-from .checkpoint import LOCK_FILE, finite_checkpoints, lock_run_dir, resume_checkpoint, save_checkpoint, weights_finite
+from .checkpoint import (LOCK_FILE, finite_checkpoints, holds_lock, lock_run_dir, resume_checkpoint, save_checkpoint,
+                                unlock_run_dir, weights_finite)
 from .collate import DLLMCollator
 from .config import ConfigError, mode_block_size, save_config
 from .core import sample_seed, sample_seeds, stream_seed
@@ -337,7 +338,15 @@ class DeferredInterrupt:
 # %% ../nbs/09_trainer.ipynb
 @patch
 def fit(self: Trainer, stop_at: int | None = None) -> list[dict]:
-    "Train to `max_steps` (resuming if asked; `stop_at` ends early, as a kill would); returns this run's records."
+    "Train to `max_steps` (resuming if asked; `stop_at` ends early, as a kill would) holding the folder's lock; this run's records."
+    mine = self.dist.is_main and not holds_lock(self.run_dir)          # the CLI took it already, before any setup
+    if mine and (busy := lock_run_dir(self.run_dir)): raise ConfigError([busy])
+    try: return self._fit(stop_at)
+    finally:
+        if mine: unlock_run_dir(self.run_dir)
+
+@patch
+def _fit(self: Trainer, stop_at: int | None = None) -> list[dict]:
     t, start = self.cfg.train, self.maybe_resume()                    # a refused resume raises before any file is written
     val = self.val_batches()
     self.run_dir.mkdir(parents=True, exist_ok=True)

@@ -724,3 +724,32 @@ def test_two_nodes_on_one_machine_train_like_one_process(tmp_path):
     one = Trainer(cfg_of(tmp_path / 'one', *over[len(TINY):]), quiet=True); one.fit()
     for (k, a), b in zip(one.model.state_dict().items(), two.state_dict().values()):
         torch.testing.assert_close(b, a, atol=2e-5, rtol=1e-4, msg=k)
+
+
+def test_second_signal_ends_at_once(tmp_path):
+    """Issue 24 item 3: the same signal again (>= 1 s after the first) ends the process at once, without waiting for the
+    step's end; a copy within 1 s (a launcher forwarding the scheduler's signal) is merged into the first."""
+    code = ("import os, signal, time\nfrom dllm_nb.trainer import DeferredInterrupt\n"
+            "with DeferredInterrupt() as intr:\n"
+            "    os.kill(os.getpid(), signal.SIGTERM); os.kill(os.getpid(), signal.SIGTERM); time.sleep(0.2)\n"
+            "    print('merged', intr.signum, flush=True); time.sleep(1.1)\n"
+            "    os.kill(os.getpid(), signal.SIGTERM); time.sleep(5)\n"
+            "    print('not reached', flush=True)\n")
+    r = cli(['-c', code], timeout=60)
+    assert r.returncode == -signal.SIGTERM and r.stdout == 'merged 15\n', (r.returncode, r.stdout, r.stderr[-2000:])
+
+
+def test_fit_holds_the_folder_lock(tmp_path):
+    "The in-process API too: Trainer.fit refuses a folder another process holds, and releases the lock it took."
+    from dllm_nb.checkpoint import holds_lock
+    from dllm_nb.config import ConfigError
+    from dllm_nb.trainer import Trainer
+    p = subprocess.Popen([sys.executable, '-c', f"from dllm_nb.checkpoint import lock_run_dir; import time; "
+                          f"lock_run_dir({str(tmp_path)!r}); print('held', flush=True); time.sleep(60)"],
+                         env=ENV, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert p.stdout.readline() == 'held\n'
+        tr = Trainer(cfg_of(tmp_path, 'train.max_steps=1'), quiet=True)
+        with pytest.raises(ConfigError, match=rf'is in use by another run \(PID {p.pid} on'): tr.fit()
+    finally: p.kill(); p.wait()
+    assert [r['step'] for r in tr.fit()] == [1] and not holds_lock(tmp_path)
