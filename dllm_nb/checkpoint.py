@@ -267,7 +267,7 @@ def lock_run_dir(run_dir: str | Path, say: Callable = print) -> str | None:
     except BlockingIOError:
         os.close(fd)
         who = f"PID {prev.get('pid', '?')} on {prev.get('host', '?')}, started {prev.get('started', '?')}"
-        return (f"output_dir={str(d)!r} is in use by another run ({who}: {prev.get('cmd', '?')}); wait for it to end, "
+        return (f"output_dir={str(d)!r} is in use by another run ({who}: {prev.get('cmd', '?')[:120]}); wait for it to end, "
                 "stop it, or choose another output_dir")
     if prev.get('pid') and prev.get('host') == socket.gethostname() and _pid_alive(prev['pid']) is False:
         say(f"note: {d / LOCK_FILE} was left by PID {prev['pid']}, which is no longer running; taking it over")
@@ -281,6 +281,6 @@ def holds_lock(run_dir: str | Path) -> bool:
     return str(Path(run_dir).resolve()) in _HELD
 
 def unlock_run_dir(run_dir: str | Path) -> None:
-    "Release this process's lock on `run_dir` (a no-op when it holds none); the file stays."
+    "Release this process's lock on `run_dir` (a no-op when it holds none); the file stays, emptied: a run that ended."
     fd = _HELD.pop(str(Path(run_dir).resolve()), None)
-    if fd is not None: fcntl.flock(fd, fcntl.LOCK_UN); os.close(fd)
+    if fd is not None: os.ftruncate(fd, 0); fcntl.flock(fd, fcntl.LOCK_UN); os.close(fd)

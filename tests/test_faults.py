@@ -529,7 +529,9 @@ def test_refused_resume_touches_nothing(tmp_path, capsys):
     assert main([f'output_dir={tmp_path}', *TINY, '--stop-at', '2']) == 0
     before = _files(tmp_path); capsys.readouterr()
     assert main([f'output_dir={tmp_path}', *TINY, 'train.resume=auto', 'train.lr=0.01']) == 2     # config.yaml was rewritten
-    assert 'train.lr: 0.003 -> 0.01' in capsys.readouterr().err and _files(tmp_path) == before
+    o = capsys.readouterr()
+    assert 'train.lr: 0.003 -> 0.01' in o.err and _files(tmp_path) == before
+    assert 'taking it over' not in o.out                              # the first run ended and emptied its lock record
     assert main([f'output_dir={tmp_path}', *TINY, 'train.resume=auto', 'train.resume_strict=false',
                  'model.hidden_size=64']) == 2                                                     # was a traceback
     err = one_error_line(capsys.readouterr().err)
