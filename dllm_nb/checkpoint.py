@@ -4,27 +4,34 @@
 
 # %% ../nbs/09c_checkpoint.ipynb 2
 from __future__ import annotations
-import os, re, shutil, warnings
+import dataclasses, fcntl, json, os, pickle, re, shutil, socket, sys, time, warnings
 from pathlib import Path
 from typing import Callable
 import torch
 import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.default_planner import DefaultLoadPlanner
+from torch.distributed.checkpoint.filesystem import FileSystemReader
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from safetensors.torch import load_file, save_file
+from . import config as _config
 from .config import ConfigError, MODE_SECTIONS, config_keys, saved_config
 from .distributed import all_reduce_sum, barrier
 
 # %% auto 0
-__all__ = ['RESUME_SAFE_KEYS', 'list_checkpoints', 'finite_checkpoints', 'save_checkpoint', 'weights_finite',
-           'restore_checkpoint', 'config_changes', 'resume_checkpoint']
+__all__ = ['STATE_FILES', 'RESUME_SAFE_KEYS', 'LOCK_FILE', 'list_checkpoints', 'finite_checkpoints', 'UnsafeCheckpointError',
+           'write_trainer_state', 'read_trainer_state', 'read_dcp_metadata', 'SafeReader', 'SafeLoadPlanner',
+           'save_checkpoint', 'weights_finite', 'weight_mismatches', 'restore_checkpoint', 'config_changes',
+           'ResumeError', 'resume_checkpoint', 'lock_run_dir', 'holds_lock', 'unlock_run_dir']
 
 # %% ../nbs/09c_checkpoint.ipynb
 _CKPT = re.compile(r'^ckpt-(\d+)$')
+STATE_FILES = ('trainer_state.json', 'trainer_state.pt')                # the second: written before JSON, still read
 
 def list_checkpoints(run_dir: str | Path) -> list[Path]:
     "Complete checkpoints of a run (oldest first); unfinished temporary folders are not listed."
     d = Path(run_dir)
     if not d.is_dir(): return []
-    found = [p for p in d.iterdir() if _CKPT.match(p.name) and (p / 'trainer_state.pt').exists()]
+    found = [p for p in d.iterdir() if _CKPT.match(p.name) and any((p / f).exists() for f in STATE_FILES)]
     return sorted(found, key=lambda p: int(_CKPT.match(p.name).group(1)))
 
 def finite_checkpoints(run_dir: str | Path) -> list[Path]:
@@ -32,20 +39,117 @@ def finite_checkpoints(run_dir: str | Path) -> list[Path]:
     return [p for p in list_checkpoints(run_dir) if not (p / 'NONFINITE').exists()]
 
 # %% ../nbs/09c_checkpoint.ipynb
+class UnsafeCheckpointError(ValueError):
+    "A checkpoint file asks to call something a checkpoint never holds (a crafted pickle); it was not loaded."
+
+def _unsafe(path, what) -> UnsafeCheckpointError:
+    return UnsafeCheckpointError(f"{path} asks to call {what}, which a dllm_nb checkpoint never holds; refused without "
+                                 "loading it (unpickling could run code). Delete that checkpoint or resume from another")
+
+def _root(e: BaseException) -> BaseException:
+    "The first rank's underlying error of dcp's `CheckpointException`; any other exception itself."
+    fails = getattr(e, 'failures', None)
+    if fails: e = next(iter(fails.values())); e = e[0] if isinstance(e, tuple) else e
+    return e
+
+def _split_tensors(tree) -> tuple[object, dict]:
+    "`tree` as JSON values with each tensor replaced by `{'__tensor__': key}`, and those tensors by key."
+    tensors = {}
+    def walk(v, key):
+        if isinstance(v, torch.Tensor): tensors[key] = v.detach().cpu().contiguous(); return {'__tensor__': key}
+        if dataclasses.is_dataclass(v) and not isinstance(v, type): v = dataclasses.asdict(v)
+        if isinstance(v, dict): return {str(k): walk(w, f'{key}.{k}') for k, w in v.items()}
+        return [walk(w, f'{key}.{i}') for i, w in enumerate(v)] if isinstance(v, (list, tuple)) else v
+    return walk(tree, 'state'), tensors
+
+def _join_tensors(tree, tensors: dict):
+    if isinstance(tree, dict):
+        if set(tree) == {'__tensor__'}: return tensors[tree['__tensor__']]
+        return {k: _join_tensors(v, tensors) for k, v in tree.items()}
+    return [_join_tensors(v, tensors) for v in tree] if isinstance(tree, list) else tree
+
+# %% ../nbs/09c_checkpoint.ipynb
+_CONFIG_CLASSES = [c for c in vars(_config).values() if isinstance(c, type) and dataclasses.is_dataclass(c)]
+
+def write_trainer_state(ckpt: str | Path, state: dict) -> None:
+    "`state` as `trainer_state.json` (a dataclass such as the config as its dict) + `trainer_state.safetensors` (its tensors)."
+    tree, tensors = _split_tensors(state)
+    if tensors: save_file(tensors, Path(ckpt) / 'trainer_state.safetensors')
+    (Path(ckpt) / 'trainer_state.json').write_text(json.dumps(tree))
+
+def read_trainer_state(ckpt: str | Path) -> dict:
+    "A checkpoint's trainer state, never running code: JSON + safetensors, or an old `trainer_state.pt` (`weights_only`)."
+    ckpt = Path(ckpt); js, ts, old = (ckpt / f for f in ('trainer_state.json', 'trainer_state.safetensors', 'trainer_state.pt'))
+    if js.exists(): return _join_tensors(json.loads(js.read_text()), load_file(ts) if ts.exists() else {})
+    if not old.exists(): raise FileNotFoundError(f"{js} is missing")
+    try:
+        with torch.serialization.safe_globals(_CONFIG_CLASSES): return torch.load(old, weights_only=True)
+    except pickle.UnpicklingError as e:
+        what = re.search(r'Unsupported global: GLOBAL (\S+)', str(e))
+        raise _unsafe(old, what.group(1) if what else 'an object that is not a tensor, a number or the config') from None
+
+# %% ../nbs/09c_checkpoint.ipynb
+_DCP_MD = 'torch.distributed.checkpoint.metadata'
+_DCP_ALLOWED = {('torch', 'Size'), ('pathlib', 'PosixPath'), ('pathlib', 'WindowsPath'), ('pathlib', 'PurePosixPath'),
+                ('torch.serialization', '_get_layout'), ('torch.distributed.checkpoint.filesystem', '_StorageInfo'),
+                *((_DCP_MD, n) for n in ('Metadata', 'MetadataIndex', 'StorageMeta', 'ChunkStorageMetadata', 'TensorProperties',
+                                         'TensorStorageMetadata', 'BytesStorageMetadata', '_MEM_FORMAT_ENCODING'))}
+
+class _MetadataUnpickler(pickle.Unpickler):
+    "Unpickles a DCP `.metadata`: its record classes, `torch.Size`, dtypes and paths only."
+    def __init__(self, f, path): super().__init__(f); self.path = path
+    def find_class(self, module, name):
+        dtype = module == 'torch' and isinstance(getattr(torch, name, None), torch.dtype)
+        if (module, name) not in _DCP_ALLOWED and not dtype: raise _unsafe(self.path, f'{module}.{name}')
+        return super().find_class(module, name)
+
+def read_dcp_metadata(ckpt: str | Path):
+    "The `Metadata` of a DCP checkpoint folder, read by the allow-list unpickler."
+    f = Path(ckpt) / '.metadata'
+    if not f.exists(): raise FileNotFoundError(f"{f} is missing")
+    with open(f, 'rb') as fh: return _MetadataUnpickler(fh, f).load()
+
+class SafeReader(FileSystemReader):
+    "DCP's file reader with `.metadata` read by the allow-list unpickler."
+    def read_metadata(self, *args, **kwargs):
+        from torch.distributed.checkpoint.metadata import StorageMeta
+        md = read_dcp_metadata(self.path)
+        if getattr(md, 'storage_meta', None) is None: md.storage_meta = StorageMeta()
+        md.storage_meta.load_id = getattr(self, 'load_id', None)
+        return md
+
+class SafeLoadPlanner(DefaultLoadPlanner):
+    "DCP's planner; each non-tensor entry is checked with `weights_only=True` before DCP unpickles it."
+    def __init__(self, where: str = 'a checkpoint', **kw): super().__init__(**kw); self.where = where
+    def load_bytes(self, read_item, value):
+        try: torch.load(value, weights_only=True)
+        except pickle.UnpicklingError as e:
+            what = re.search(r'Unsupported global: GLOBAL (\S+)', str(e))
+            raise _unsafe(f'{self.where} (entry {read_item.dest_index.fqn})', what.group(1) if what else 'an object') from None
+        value.seek(0); super().load_bytes(read_item, value)
+
+# %% ../nbs/09c_checkpoint.ipynb
 def save_checkpoint(run_dir: str | Path, step: int, model, optimizer, trainer_state: dict, keep_last: int = 2,
-                    is_main: bool = True, finite: bool = True) -> Path:
-    "Sharded, atomic checkpoint (+ `trainer_state` on rank 0); prunes to `keep_last`, never the newest finite one."
+                    is_main: bool = True, finite: bool = True) -> Path | None:
+    "Sharded, atomic checkpoint (+ `trainer_state` on rank 0); prunes to `keep_last`. Non-finite weights: nothing written, None."
+    if not finite: return None                                          # every rank: `finite` comes from one reduction
     run_dir = Path(run_dir); final, tmp = run_dir / f'ckpt-{step:07d}', run_dir / f'.ckpt-{step:07d}.tmp'
-    if is_main: shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
+    if is_main:                                                         # the run holds the folder's lock: any .tmp is stale
+        for old in run_dir.glob('.ckpt-*.tmp'): shutil.rmtree(old, ignore_errors=True)   # (left by a kill during a save)
+        tmp.mkdir(parents=True)
     barrier()
     msd, osd = get_state_dict(model, optimizer)
-    with warnings.catch_warnings():
-        warnings.filterwarnings('ignore', message='torch.distributed is disabled')
-        dcp.save({'model': msd, 'optim': osd}, checkpoint_id=str(tmp))
-    barrier()
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings('ignore', message='torch.distributed is disabled')
+            dcp.save({'model': msd, 'optim': osd}, checkpoint_id=str(tmp))
+        barrier()
+        if is_main: write_trainer_state(tmp, trainer_state)
+    except BaseException as e:                                          # disk full, file-size limit, read-only: no half folder
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not isinstance(err := _root(e), OSError): raise
+        raise OSError(err.errno, err.strerror, err.filename or str(final)) from None   # name the checkpoint being written
     if is_main:
-        torch.save(trainer_state, tmp / 'trainer_state.pt')
-        if not finite: (tmp / 'NONFINITE').write_text('some weights are NaN/inf\n')
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)                                          # atomic: resume never sees a half checkpoint
         keep = set(list_checkpoints(run_dir)[-keep_last:] + finite_checkpoints(run_dir)[-1:])
@@ -61,21 +165,38 @@ def weights_finite(model) -> bool:
     return int(all_reduce_sum(torch.as_tensor(bad).long())) == 0
 
 # %% ../nbs/09c_checkpoint.ipynb
-def restore_checkpoint(path: str | Path, model, optimizer, cfg=None) -> dict:
-    "Restore model + optimizer shards in place (every rank); return `trainer_state`. With `cfg`: refuse run-changing edits."
-    path = Path(path)
-    st = torch.load(path / 'trainer_state.pt', weights_only=False)     # small: read (and compare) it first
-    changes = config_changes(st['config'], cfg) if cfg is not None and cfg.train.resume_strict else []
-    if changes:
+def weight_mismatches(md, model_state: dict) -> list[str]:
+    "The model weights of `model_state` that a checkpoint's metadata `md` lacks or holds with another shape."
+    have = md.state_dict_metadata
+    def shape(k): m = have.get(f'model.{k}'); return None if m is None else list(getattr(m, 'size', []))
+    return [f"{k} ({'not in the checkpoint' if shape(k) is None else f'{shape(k)} in the checkpoint, {list(v.shape)} now'})"
+            for k, v in model_state.items() if shape(k) != list(v.shape)]
+
+def _strictness(path: Path, st: dict, cfg, md, msd: dict, say: Callable) -> None:
+    "Refuse (`ConfigError`) a resume that cannot continue the run; with `resume_strict=false` name what changes."
+    changes = config_changes(st['config'], cfg)
+    if changes and cfg.train.resume_strict:
         raise ConfigError([f"{path} was trained with other values of {len(changes)} key(s) that change the run, so "
                            "resuming would not continue it exactly; restore them, use a new output_dir, or set "
                            "train.resume_strict=false to continue anyway", *changes])
-    if not (path / '.metadata').exists(): raise FileNotFoundError(f"{path / '.metadata'} is missing")
+    bad = weight_mismatches(md, msd)
+    if bad and not cfg.train.resume_strict:
+        raise ConfigError([f"{path} cannot continue with train.resume_strict=false: {len(bad)} weight(s) do not fit this "
+                           f"model ({'; '.join(bad[:3])}{'; ...' if len(bad) > 3 else ''}); restore the model settings or "
+                           "use a new output_dir"])
+    if bad: raise RuntimeError(f"{len(bad)} weight(s) do not fit the model: {bad[0]}")
+    if changes: say(f"train.resume_strict=false: continuing {path} with {len(changes)} changed key(s): {'; '.join(changes)}")
+
+def restore_checkpoint(path: str | Path, model, optimizer, cfg=None, say: Callable = print) -> dict:
+    "Restore model + optimizer shards in place (every rank); return `trainer_state`. With `cfg`: refuse run-changing edits."
+    path = Path(path)
+    st, md = read_trainer_state(path), read_dcp_metadata(path)         # small: read (and compare) them first
     msd, osd = get_state_dict(model, optimizer)
+    if cfg is not None: _strictness(path, st, cfg, md, msd, say)
     state = {'model': msd, 'optim': osd}
     with warnings.catch_warnings():
         warnings.filterwarnings('ignore', message='torch.distributed is disabled')
-        dcp.load(state, checkpoint_id=str(path))
+        dcp.load(state, storage_reader=SafeReader(str(path)), planner=SafeLoadPlanner(str(path)))
     set_state_dict(model, optimizer, model_state_dict=state['model'], optim_state_dict=state['optim'])
     return st
 
@@ -99,10 +220,12 @@ def config_changes(old, new) -> list[str]:
 # %% ../nbs/09c_checkpoint.ipynb
 def _why(e: BaseException) -> str:
     "`Type: first line` of an exception; for dcp's CheckpointException, of the first rank's underlying error."
-    fails = getattr(e, 'failures', None)
-    if fails: e = next(iter(fails.values())); e = e[0] if isinstance(e, tuple) else e
+    e = _root(e)
     msg = str(e).strip().splitlines() or (['a file is truncated'] if isinstance(e, EOFError) else [])
     return f"{type(e).__name__}: {msg[0][:160]}" if msg else type(e).__name__
+
+class ResumeError(RuntimeError):
+    "`train.resume` names a checkpoint that cannot be loaded, or none of the run's checkpoints loads."
 
 def resume_checkpoint(run_dir: str | Path, resume: str | None, model, optimizer, cfg=None,
                       say: Callable = print) -> tuple[Path, dict] | None:
@@ -111,13 +234,53 @@ def resume_checkpoint(run_dir: str | Path, resume: str | None, model, optimizer,
     cands = finite_checkpoints(run_dir)[::-1] if resume == 'auto' else [Path(resume)]
     if not cands: say(f'train.resume=auto: no checkpoint in {run_dir}; starting fresh'); return None
     for path in cands:
-        try: st, err = restore_checkpoint(path, model, optimizer, cfg), None
-        except (ConfigError, KeyboardInterrupt, SystemExit): raise
-        except BaseException as e: st, err = None, _why(e)                 # dcp's CheckpointException is a BaseException
+        try: st, err = restore_checkpoint(path, model, optimizer, cfg, say), None
+        except (ConfigError, UnsafeCheckpointError, KeyboardInterrupt, SystemExit): raise
+        except BaseException as e:                                      # dcp's CheckpointException is a BaseException
+            if isinstance(_root(e), UnsafeCheckpointError): raise _root(e) from None   # refused, never fallen past
+            st, err = None, _why(e)
         if not int(all_reduce_sum(torch.tensor(int(err is not None)))):   # every rank agrees on the checkpoint
             return path, st
-        if resume != 'auto': raise RuntimeError(f"checkpoint {path} cannot be loaded ({err}); give another checkpoint "
+        if resume != 'auto': raise ResumeError(f"checkpoint {path} cannot be loaded ({err}); give another checkpoint "
                                                 "or train.resume=auto")
         say(f"warning: checkpoint {path} is broken ({err}); falling back to an older one")
-    raise RuntimeError(f"no checkpoint in {run_dir} can be loaded (see the warnings above); "
+    raise ResumeError(f"no checkpoint in {run_dir} can be loaded (see the warnings above); "
                        "give a checkpoint path in train.resume, or start over in a new output_dir")
+
+# %% ../nbs/09c_checkpoint.ipynb
+LOCK_FILE = '.dllm_nb.lock'
+_HELD: dict[str, int] = {}                                              # resolved run folder -> fd of its lock file
+
+def _pid_alive(pid) -> bool:
+    try: os.kill(int(pid), 0); return True
+    except (ValueError, TypeError, ProcessLookupError): return False
+    except PermissionError: return True                                  # alive, another user's
+
+def lock_run_dir(run_dir: str | Path, say: Callable = print) -> str | None:
+    "Hold `run_dir`'s lock in this process until `unlock_run_dir` or exit; the problem line if another process holds it."
+    d = Path(run_dir); d.mkdir(parents=True, exist_ok=True); key = str(d.resolve())
+    if key in _HELD: return None
+    fd = os.open(d / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try: prev = json.loads(os.pread(fd, 4096, 0) or b'{}')
+    except ValueError: prev = {}
+    try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        who = f"PID {prev.get('pid', '?')} on {prev.get('host', '?')}, started {prev.get('started', '?')}"
+        return (f"output_dir={str(d)!r} is in use by another run ({who}: {prev.get('cmd', '?')[:120]}); wait for it to end, "
+                "stop it, or choose another output_dir")
+    if prev.get('pid') and prev.get('host') == socket.gethostname() and _pid_alive(prev['pid']) is False:
+        say(f"note: {d / LOCK_FILE} was left by PID {prev['pid']}, which is no longer running; taking it over")
+    me = dict(pid=os.getpid(), host=socket.gethostname(), started=time.strftime('%Y-%m-%d %H:%M:%S'), cmd=' '.join(sys.argv))
+    os.ftruncate(fd, 0); os.pwrite(fd, json.dumps(me).encode(), 0)
+    _HELD[key] = fd
+    return None
+
+def holds_lock(run_dir: str | Path) -> bool:
+    "True when this process holds `run_dir`'s lock."
+    return str(Path(run_dir).resolve()) in _HELD
+
+def unlock_run_dir(run_dir: str | Path) -> None:
+    "Release this process's lock on `run_dir` (a no-op when it holds none); the file stays, emptied: a run that ended."
+    fd = _HELD.pop(str(Path(run_dir).resolve()), None)
+    if fd is not None: os.ftruncate(fd, 0); fcntl.flock(fd, fcntl.LOCK_UN); os.close(fd)

@@ -225,12 +225,17 @@ class StepBatches(Dataset):
 
 def _as_is(item): return item            # each item is already one step: nothing to batch or convert
 
+def _ignore_stop_signals(worker_id: int) -> None:
+    "Loader workers leave SIGINT/SIGTERM to the training process, which saves and stops (torchrun signals the whole group)."
+    for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, signal.SIG_IGN)
+
 def step_loader(sampler: GlobalBatchSampler, dataset, collate_fn, start: int, stop: int, num_workers: int = 0,
                 pin_memory: bool = False, prefetch_factor: int = 2) -> DataLoader:
     "Steps `start..stop-1` of `sampler` as lists of collated `MicroBatch`es, built by `num_workers` processes (0 = this one)."
     return DataLoader(StepBatches(sampler, dataset, collate_fn), batch_size=None, sampler=range(start, stop),
                       collate_fn=_as_is, num_workers=num_workers, pin_memory=pin_memory,
-                      prefetch_factor=prefetch_factor if num_workers else None, generator=torch.Generator())
+                      prefetch_factor=prefetch_factor if num_workers else None, generator=torch.Generator(),
+                      worker_init_fn=_ignore_stop_signals if num_workers else None)
 
 # %% ../nbs/10_distributed.ipynb
 def find_decoder_layers(model: nn.Module) -> list[nn.Module]:

@@ -165,25 +165,24 @@ def _saved_canvas(path) -> int:
 
 def main(argv: Optional[list[str]] = None) -> int:
     "CLI: `python -m dllm_nb.eval --checkpoint DIR --task NAME`: exact match and likelihood on a built-in task."
-    from dllm_nb.core import default_device
-    from dllm_nb.generate import load_checkpoint, saved_block_size
+    from dllm_nb.generate import at_least, cli_device, load_checkpoint, load_error, saved_block_size
     from transformers.utils import logging as hf_logging
     ap = argparse.ArgumentParser(prog='python -m dllm_nb.eval', description='Evaluate a dllm_nb checkpoint.')
     ap.add_argument('--checkpoint', required=True)
     ap.add_argument('--task', required=True, choices=sorted(TASKS), help='built-in task (checked before the model loads)')
-    ap.add_argument('--split', default='test'); ap.add_argument('--n', type=int, default=None, help='first N examples')
-    ap.add_argument('--max-new-tokens', type=int, default=None, help="default: the run's dllm.response_canvas (40)")
-    ap.add_argument('--steps', type=int, default=None, help='MDLM: total steps; block diffusion: steps per block')
-    ap.add_argument('--block-size', type=int, default=None, help='default: the training block size')
-    ap.add_argument('--nll-samples', type=int, default=8, help='stratified t samples per example (0 = skip)')
-    ap.add_argument('--batch-size', type=int, default=32); ap.add_argument('--seed', type=int, default=0)
+    ap.add_argument('--split', default='test', choices=['train', 'validation', 'val', 'test']); ap.add_argument('--n', type=at_least(1), default=None, help='first N examples')
+    ap.add_argument('--max-new-tokens', type=at_least(1), default=None, help="default: the run's dllm.response_canvas (40)")
+    ap.add_argument('--steps', type=at_least(1), default=None, help='MDLM: total steps; block diffusion: steps per block')
+    ap.add_argument('--block-size', type=at_least(1), default=None, help='default: the training block size')
+    ap.add_argument('--nll-samples', type=at_least(0), default=8, help='stratified t samples per example (0 = skip)')
+    ap.add_argument('--batch-size', type=at_least(1), default=32); ap.add_argument('--seed', type=int, default=0)
     ap.add_argument('--device', default=None)
     args = ap.parse_args(argv)
     hf_logging.disable_progress_bar()
-    try: model, tok = load_checkpoint(args.checkpoint, args.device or default_device())
-    except (FileNotFoundError, ValueError, OSError) as e:
+    try: model, tok = load_checkpoint(args.checkpoint, cli_device(args.device))
+    except Exception as e:                                             # one line (truncated weights too), as generate
         if os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0'): raise
-        print(f'error: {e}', file=sys.stderr); return 2
+        print(f'error: {load_error(args.checkpoint, e)}', file=sys.stderr); return 2
     bs = args.block_size or saved_block_size(args.checkpoint)
     em = exact_match(model, tok, args.task, args.split, args.n, args.seed, args.batch_size,
                      args.max_new_tokens or _saved_canvas(args.checkpoint),

@@ -27,7 +27,8 @@ __all__ = ['Prompts', 'STATES', 'NOISE', 'NEW', 'STABLE', 'ABSENT', 'STATE_COLOR
            'select_transfer', 'Trajectory', 'GenerationOutput', 'cut_at_eos', 'model_device', 'token_id', 'mdlm_canvas',
            'mdlm_unmask', 'generate_mdlm', 'KVBuffer', 'CachedContext', 'ReencodeContext', 'keep_schedule',
            'denoise_step', 'generate_block_diffusion', 'progress_bar', 'plot_trajectory', 'generate', 'saved_run',
-           'saved_block_size', 'load_checkpoint', 'check_prompt_lengths', 'main']
+           'saved_block_size', 'load_checkpoint', 'check_prompt_lengths', 'at_least', 'load_error', 'cli_device',
+           'at_least_float', 'main']
 
 # %% ../nbs/12_generate.ipynb
 Prompts = Union[Sequence[Sequence[int]], Sequence[str]]
@@ -499,8 +500,11 @@ def load_checkpoint(path, device=None, attn_implementation: str = 'sdpa'):
     from dllm_nb.data import load_tokenizer
     path = Path(path)
     if not (path / DLLM_CONFIG_NAME).exists():
-        raise FileNotFoundError(f"{path} has no {DLLM_CONFIG_NAME}: not a dllm_nb checkpoint (save one with "
-                                "MaskedDiffusionLM/BlockDiffusionLM.save_pretrained).")
+        if any((path / f).exists() for f in ('trainer_state.json', 'trainer_state.pt')):   # a run's ckpt-NNNNNNN/
+            from dllm_nb.export import load_training_checkpoint
+            return load_training_checkpoint(path, device)[:2]
+        raise FileNotFoundError(f"{path} has no {DLLM_CONFIG_NAME}: not a dllm_nb checkpoint; give a run's final/ folder, "
+                                "one of its ckpt-NNNNNNN/ folders, or a folder written by save_pretrained")
     kind = json.loads((path / DLLM_CONFIG_NAME).read_text()).get('model_class')
     from dllm_nb.idlm import IntrospectiveDiffusionLM              # 08b_idlm imports this module: not at the top
     classes = dict(MODEL_CLASSES, IntrospectiveDiffusionLM=IntrospectiveDiffusionLM)
@@ -524,24 +528,59 @@ def check_prompt_lengths(prompts, tokenizer, model, max_new_tokens: int, chat: b
 
 DEFAULT_MAX_NEW_TOKENS = 48   # fits the built-in tasks' answers; a final/ folder's own default comes first
 
+def at_least(lo: int) -> Callable[[str], int]:
+    "An argparse `type`: an integer >= `lo` (token counts, steps, batch sizes); anything else is a usage error (exit 2)."
+    def parse(s: str) -> int:
+        try: v = int(s)
+        except ValueError: raise argparse.ArgumentTypeError(f"expected an integer >= {lo}, got {s!r}") from None
+        if v < lo: raise argparse.ArgumentTypeError(f"must be >= {lo}, got {v}")
+        return v
+    return parse
+
+def load_error(path, e: BaseException) -> str:
+    "One line for a checkpoint that cannot be opened (the CLIs print it after `error: `)."
+    if isinstance(e, (FileNotFoundError, ValueError)) and str(e): return str(e).splitlines()[0]
+    first = str(e).strip().splitlines()[0][:160] if str(e).strip() else ''
+    return f"{path} cannot be loaded ({type(e).__name__}: {first}); a file may be truncated: re-export it"
+
 def _read_prompts(args) -> list[str]:
     prompts = list(args.prompt or [])
-    if args.prompts_file: prompts += [l for l in Path(args.prompts_file).read_text().splitlines() if l.strip()]
-    if not prompts: raise SystemExit('no prompts: pass --prompt "..." (repeatable) or --prompts-file FILE (one per line).')
+    try: prompts += [l for l in Path(args.prompts_file).read_text().splitlines() if l.strip()] if args.prompts_file else []
+    except (OSError, UnicodeDecodeError) as e: raise ValueError(f"--prompts-file {args.prompts_file}: {getattr(e, 'strerror', None) or e}") from None
+    if not prompts: raise ValueError('no prompts: pass --prompt "..." (repeatable) or --prompts-file FILE (one per line)')
     return prompts
+
+def cli_device(name: Optional[str] = None) -> torch.device:
+    "The device `--device name` asks for (default: cuda if available, else cpu); a `ValueError` if this machine has none such."
+    from dllm_nb.core import default_device
+    if name is None: return default_device()
+    try: dev = torch.device(name)
+    except RuntimeError: raise ValueError(f"--device {name!r} is not a device; use cpu, cuda or cuda:N") from None
+    if dev.type == 'cuda' and (dev.index or 0) >= torch.cuda.device_count():
+        raise ValueError(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA device(s); use --device cpu")
+    return dev
+
+def at_least_float(lo: float, hi: float = math.inf) -> Callable[[str], float]:
+    "An argparse `type`: a number in `[lo, hi]` (temperature, confidence threshold)."
+    def parse(s: str) -> float:
+        try: v = float(s)
+        except ValueError: raise argparse.ArgumentTypeError(f"expected a number, got {s!r}") from None
+        if not lo <= v <= hi: raise argparse.ArgumentTypeError(f"must be in [{lo}, {hi}], got {v}")
+        return v
+    return parse
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog='python -m dllm_nb.generate', description='Sample from a dllm_nb checkpoint.')
-    ap.add_argument('--checkpoint', required=True, help='folder written by save_pretrained')
+    ap.add_argument('--checkpoint', required=True, help="a run's final/ or ckpt-NNNNNNN/ folder, or one written by save_pretrained")
     ap.add_argument('--prompt', action='append', help='a prompt (repeatable)')
     ap.add_argument('--prompts-file', help='text file, one prompt per line')
-    ap.add_argument('--max-new-tokens', type=int, default=None, help="tokens per prompt; default: the checkpoint's, else 48")
-    ap.add_argument('--steps', type=int, default=None, help='MDLM: total steps; block diffusion: steps per block')
-    ap.add_argument('--block-size', type=int, default=None, help='default: the training block size (else 8 / 4)')
-    ap.add_argument('--temperature', type=float, default=0.0, help='0 = greedy')
-    ap.add_argument('--threshold', type=float, default=None, help='confidence threshold (parallel decoding; both samplers)')
+    ap.add_argument('--max-new-tokens', type=at_least(1), default=None, help="tokens per prompt; default: the checkpoint's, else 48")
+    ap.add_argument('--steps', type=at_least(1), default=None, help='MDLM: total steps; block diffusion: steps per block')
+    ap.add_argument('--block-size', type=at_least(1), default=None, help='default: the training block size (else 8 / 4)')
+    ap.add_argument('--temperature', type=at_least_float(0), default=0.0, help='0 = greedy')
+    ap.add_argument('--threshold', type=at_least_float(0, 1), default=None, help='confidence threshold (parallel decoding; both samplers)')
     ap.add_argument('--remasking', default='low_confidence', choices=['low_confidence', 'random'], help='MDLM only')
-    ap.add_argument('--batch-size', type=int, default=16, help='prompts per batch')
+    ap.add_argument('--batch-size', type=at_least(1), default=16, help='prompts per batch')
     ap.add_argument('--seed', type=int, default=0, help='prompt i uses seed + i')
     ap.add_argument('--raw', action='store_true', help='do not wrap prompts in the chat template')
     ap.add_argument('--device', default=None, help='default: cuda if available, else cpu')
@@ -550,21 +589,19 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[list[str]] = None) -> int:
     "CLI: `python -m dllm_nb.generate --checkpoint DIR --prompt '...'`; prints one `prompt -> completion` per line."
-    from dllm_nb.core import default_device
     from transformers.utils import logging as hf_logging
     args = _parser().parse_args(argv)
     hf_logging.disable_progress_bar()
-    prompts = _read_prompts(args)
-    max_new = args.max_new_tokens or saved_run(args.checkpoint).get('sampler', {}).get('max_new_tokens', DEFAULT_MAX_NEW_TOKENS)
+    try: prompts, device = _read_prompts(args), cli_device(args.device)
+    except ValueError as e: print(f'error: {e}', file=sys.stderr); return 2
     if args.speculative: from dllm_nb.dflash import speculative_cli; return speculative_cli(args, prompts)
     try:
-        model, tok = load_checkpoint(args.checkpoint, args.device or default_device())
+        max_new = args.max_new_tokens or saved_run(args.checkpoint).get('sampler', {}).get('max_new_tokens', DEFAULT_MAX_NEW_TOKENS)
+        model, tok = load_checkpoint(args.checkpoint, device)
         check_prompt_lengths(prompts, tok, model, max_new, chat=not args.raw)
     except Exception as e:                                             # one line; the traceback with DLLM_NB_DEBUG=1
         if os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0'): raise
-        why = (str(e) if isinstance(e, (FileNotFoundError, ValueError)) else f"{args.checkpoint} cannot be loaded "
-               f"({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}); a file may be truncated: re-export it")
-        print(f'error: {why}', file=sys.stderr); return 2
+        print(f'error: {load_error(args.checkpoint, e)}', file=sys.stderr); return 2
     kw = dict(temperature=args.temperature, chat=not args.raw)
     if isinstance(model, (MaskedDiffusionLM, BlockDiffusionLM)): kw.update(threshold=args.threshold)
     if isinstance(model, MaskedDiffusionLM): kw.update(remasking=args.remasking)

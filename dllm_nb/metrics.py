@@ -22,16 +22,16 @@ def memory_mb(device: torch.device | str = 'cpu') -> float:
 class MetricsLogger:
     "Rank-0 metrics sink: console line, `metrics.jsonl`, optional TensorBoard."
     def __init__(self, run_dir: str | Path, enabled: bool = True, tensorboard: bool = False):
-        self.path, self.enabled, self.tb = Path(run_dir) / 'metrics.jsonl', enabled, None
-        if enabled and tensorboard:
-            from torch.utils.tensorboard import SummaryWriter   # optional extra: imported only when asked for
-            self.tb = SummaryWriter(str(Path(run_dir) / 'tb'))
+        self.path, self.enabled, self.tensorboard, self.tb = Path(run_dir) / 'metrics.jsonl', enabled, tensorboard, None
 
     def log(self, step: int, metrics: dict, echo: Callable | None = print):
         "Append `dict(step=step, **metrics)` to the log (and TensorBoard) and `echo` it as one line."
         if not self.enabled: return
         rec = dict(step=step, **metrics)
         with open(self.path, 'a') as f: f.write(json.dumps(rec) + '\n')
+        if self.tensorboard and self.tb is None:               # opened at the first record: a refused run writes no tb/
+            from torch.utils.tensorboard import SummaryWriter   # optional extra: imported only when asked for
+            self.tb = SummaryWriter(str(self.path.parent / 'tb'))
         if self.tb is not None:
             for k, v in metrics.items():
                 if isinstance(v, (int, float)): self.tb.add_scalar(k, v, step)

@@ -4,14 +4,14 @@
 
 # %% ../nbs/11_train.ipynb 2
 from __future__ import annotations
-import argparse, os, shlex, sys, time
+import argparse, os, shlex, signal, sys, time
 from pathlib import Path
 import torch
 from .config import ConfigError, config_help, load_config, mode_block_size, save_config
 
 # %% auto 0
 __all__ = ['parse_args', 'list_keys', 'resume_command', 'run_metadata', 'card_examples', 'model_card', 'write_model_card',
-           'export_final', 'summarize', 'report_builtin', 'main']
+           'export_final', 'write_final', 'summarize', 'report_builtin', 'main']
 
 # %% ../nbs/11_train.ipynb
 def parse_args(argv=None) -> argparse.Namespace:
@@ -51,13 +51,13 @@ def resume_command(argv=None) -> str:
     return shlex.join(head + out + ['train.resume=auto'])
 
 # %% ../nbs/11_train.ipynb
-def run_metadata(trainer, mask_token_id) -> dict:
-    "What `final/dllm_config.json` records under `run`: how the model was trained and the sampler defaults to use."
+def run_metadata(cfg, mask_token_id, steps: int | None = None) -> dict:
+    "What `final/dllm_config.json` records under `run`: how the model was trained (`steps`, default all) and the sampler defaults."
     from dllm_nb.eval import sampler_settings
-    cfg, d = trainer.cfg, trainer.cfg.dllm
+    d = cfg.dllm
     return dict(mode=d.mode, block_size=mode_block_size(cfg), mask_token=d.mask_token if mask_token_id is not None else None,
                 mask_token_id=mask_token_id, self_conditioning=d.mode == 'block_diffusion' and cfg.block_diffusion.self_conditioning,
-                base_model=cfg.model.path, dataset=cfg.data.dataset, steps_trained=cfg.train.max_steps,
+                base_model=cfg.model.path, dataset=cfg.data.dataset, steps_trained=cfg.train.max_steps if steps is None else steps,
                 sampler=dict(sampler_settings(cfg), temperature=0.0))       # the same defaults as eval and report_builtin
 
 def card_examples(cfg, n: int = 2) -> list[dict]:
@@ -140,22 +140,26 @@ def write_model_card(out_dir: Path, cfg, scores: dict | None = None) -> Path:
 
 def export_final(trainer, out_dir: str | Path):
     "Consolidate the trained model (gathering FSDP shards) and write a self-describing `final/`; rank 0 returns the model."
-    import json
     from dllm_nb.distributed import full_state_dict
-    from dllm_nb.models import DLLM_CONFIG_NAME
     from dllm_nb.trainer import build_model
-    out_dir, tok = Path(out_dir), trainer.tokenizer
     sd = full_state_dict(trainer.model)['model']                       # collective: every rank calls it
     if not trainer.dist.is_main: return None
-    model, mask_id = build_model(trainer.cfg, tok, verbose=False)
+    model, mask_id = build_model(trainer.cfg, trainer.tokenizer, verbose=False)
     model.load_state_dict(sd)
+    return write_final(model, trainer.tokenizer, trainer.cfg, mask_id, out_dir)
+
+def write_final(model, tok, cfg, mask_id, out_dir: str | Path, steps: int | None = None):
+    "Write the (unwrapped, full) `model` and `tok` as a self-describing `final/`-style folder; returns the model in eval mode."
+    import json
+    from dllm_nb.models import DLLM_CONFIG_NAME
+    out_dir = Path(out_dir)
     bb = getattr(model, 'backbone', None)                              # None: a DFlash drafter (its own config format)
     for c in (bb.config, bb.generation_config) if bb is not None else ():  # HF ids = the tokenizer's: plain generate stops right
         for k in ('bos_token_id', 'eos_token_id', 'pad_token_id'): setattr(c, k, getattr(tok, k))
     model.save_pretrained(out_dir)                                     # weights + tokenizer only: optimizer state stays in checkpoints/
     tok.save_pretrained(out_dir)
     if bb is None: return model.eval()
-    run = run_metadata(trainer, mask_id)
+    run = run_metadata(cfg, mask_id, steps)
     meta = json.loads((out_dir / DLLM_CONFIG_NAME).read_text())
     (out_dir / DLLM_CONFIG_NAME).write_text(json.dumps({**meta, 'run': run}, indent=2))
     write_model_card(out_dir, trainer.cfg)
@@ -184,13 +188,12 @@ def report_builtin(model, tokenizer, cfg, n: int = 100) -> dict:
     return res
 
 # %% ../nbs/11_train.ipynb
-def _run(cfg, args, dist_info, tic) -> int:
+def _run(cfg, args, dist_info, tic, data) -> int:
     from dllm_nb.checkpoint import finite_checkpoints, weights_finite
     from dllm_nb.metrics import read_metrics
     from dllm_nb.trainer import NonFiniteError, Trainer
-    trainer = Trainer(cfg, dist_info)
-    if dist_info.is_main:
-        Path(cfg.output_dir).mkdir(parents=True, exist_ok=True); save_config(cfg, Path(cfg.output_dir) / 'config.yaml')
+    trainer = Trainer(cfg, dist_info, data=data)
+    if dist_info.is_main:                                              # config.yaml: written by fit once a resume is accepted
         print(f"dllm_nb.train: mode={cfg.dllm.mode} world_size={dist_info.world_size} train={len(trainer.train_ds)} "
               f"val={len(trainer.val_ds) if trainer.val_ds is not None else 0} "
               f"params={trainer.num_params / 1e6:.2f}M")
@@ -210,23 +213,44 @@ def _run(cfg, args, dist_info, tic) -> int:
             write_model_card(Path(cfg.output_dir) / 'final', cfg, report_builtin(model, trainer.tokenizer, cfg, args.eval_n))
     return 0
 
-def _interrupted(cfg, argv) -> str:
+def _interrupted(cfg, argv, signum: int = signal.SIGINT) -> str:
     from dllm_nb.checkpoint import finite_checkpoints
     ck = finite_checkpoints(cfg.output_dir)
     where = f"last complete checkpoint: {ck[-1]}" if ck else "no complete checkpoint yet (a resume starts fresh)"
-    return f"interrupted; {where}; resume with: {resume_command(argv)}"
+    return f"interrupted by {signal.Signals(signum).name}; {where}; resume with: {resume_command(argv)}"
+
+def _let_rank0_report(rank0: bool) -> None:
+    "Under torchrun the ranks fail alike; rank 0 prints the one error line, the others give it time before they exit."
+    # torchrun ends every worker once one exits; had another rank exited first, rank 0 could die before printing
+    if not rank0 and int(os.environ.get('WORLD_SIZE', 1)) > 1: time.sleep(10)
+
+def _disk_error(e: OSError, cfg, argv) -> str:
+    "One line for a failed write or read: the path, the OS error, and what is still safe on disk."
+    from dllm_nb.checkpoint import finite_checkpoints
+    if cfg is None: return f"{e.filename}: {e.strerror or e} (errno {e.errno})"
+    ck = finite_checkpoints(cfg.output_dir)
+    return (f"{e.filename or cfg.output_dir}: {e.strerror or e} (errno {e.errno}); free space or fix permissions or limits, "
+            f"then resume with: {resume_command(argv)} (last complete checkpoint: {ck[-1] if ck else 'none'})")
+
+def _os_error(e: OSError, cfg, argv) -> tuple[int, str]:
+    "(exit status, line): 1 and the disk-error line for a real OS error; 2 for a library's OSError without errno."
+    if e.errno is None: return 2, (str(e).strip().splitlines() or [type(e).__name__])[0]   # e.g. transformers' "Can't load"
+    return 1, _disk_error(e, cfg, argv)
 
 def main(argv=None) -> int:
-    "CLI entry point; returns the exit status: 2 bad config/data/paths, 3 training diverged (NaN/inf), 130 Ctrl-C."
+    "CLI entry point; exit status: 1 disk error, 2 bad config/data/paths/checkpoint, 3 diverged (NaN/inf), 130 SIGINT, 143 SIGTERM."
     args = parse_args(argv)
     if args.list_keys: print(list_keys()); return 0
     debug, rank0 = args.debug or os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0'), int(os.environ.get('RANK', 0)) == 0
+    from dllm_nb.checkpoint import ResumeError, UnsafeCheckpointError, unlock_run_dir
     from dllm_nb.data import DataError
-    from dllm_nb.trainer import NonFiniteError, preflight
-    def fail(e, code: int) -> int:
+    from dllm_nb.trainer import NonFiniteError, load_data, preflight
+    def fail(e, code: int, msg: str | None = None) -> int:
         if debug: raise e
-        if rank0: print(f'error: {e}', file=sys.stderr, flush=True)
+        if rank0: print(f'error: {msg or e}', file=sys.stderr, flush=True)
+        _let_rank0_report(rank0)
         return code
+    cfg = None
     try:
         cfg = load_config(args.config, args.overrides)
         if args.print_config:
@@ -235,17 +259,21 @@ def main(argv=None) -> int:
         rerun = dict(rerun=args.rerun_hint) if args.rerun_hint else {}
         preflight(cfg, rank0 and not args.check, **rerun)              # output_dir, model path, extras: before any setup
         if args.check: print(f"checked: config, paths and output_dir={cfg.output_dir!r} are fine"); return 0
-    except (ConfigError, FileNotFoundError) as e: return fail(e, 2)
+        data = load_data(cfg)                                          # tokenizer + data: their errors, too, before the group
+    except (ConfigError, DataError, FileNotFoundError) as e: return fail(e, 2)
+    except OSError as e: return fail(e, *_os_error(e, cfg, argv))      # e.g. the run folder's lock file cannot be made
     from dllm_nb.distributed import cleanup, init_distributed
     dist_info, tic = init_distributed(timeout_s=cfg.train.dist_timeout_s), time.perf_counter()
-    try: return _run(cfg, args, dist_info, tic)
-    except KeyboardInterrupt:
+    try: return _run(cfg, args, dist_info, tic, data)
+    except KeyboardInterrupt as e:                                     # `Interrupted` after a checkpoint, or a 2nd Ctrl-C
         if debug: raise
-        if rank0: print(_interrupted(cfg, argv), file=sys.stderr, flush=True)
-        return 130
-    except (ConfigError, DataError, FileNotFoundError) as e: return fail(e, 2)
+        sig = getattr(e, 'signum', signal.SIGINT)
+        if rank0: print(_interrupted(cfg, argv, sig), file=sys.stderr, flush=True)
+        return 128 + sig                                               # 130 SIGINT, 143 SIGTERM, as the shell reports them
+    except (ConfigError, DataError, FileNotFoundError, ResumeError, UnsafeCheckpointError) as e: return fail(e, 2)
     except NonFiniteError as e: return fail(e, 3)
-    finally: cleanup()
+    except OSError as e: return fail(e, *_os_error(e, cfg, argv))      # disk full, file-size limit, read-only folder
+    finally: cleanup(); unlock_run_dir(cfg.output_dir)
 
 # %% ../nbs/11_train.ipynb
 #| eval: false

@@ -14,9 +14,10 @@ from fastcore.basics import patch
 from huggingface_hub import try_to_load_from_cache
 from torch import Tensor
 from tqdm.auto import tqdm
-from .checkpoint import finite_checkpoints, resume_checkpoint, save_checkpoint, weights_finite
+from .checkpoint import (LOCK_FILE, finite_checkpoints, holds_lock, lock_run_dir, resume_checkpoint, save_checkpoint,
+                                unlock_run_dir, weights_finite)
 from .collate import DLLMCollator
-from .config import ConfigError, mode_block_size
+from .config import ConfigError, mode_block_size, save_config
 from .core import sample_seed, sample_seeds, stream_seed
 from .data import DataError, load_sft_dataset, load_tokenizer
 from .dflash import build_dflash_model
@@ -31,8 +32,8 @@ logger = logging.getLogger(__name__)
 
 # %% auto 0
 __all__ = ['logger', 'RUN_FILES', 'RERUN_HINT', 'lr_factor', 'step_denominators', 'StepResult', 'train_step', 'validate',
-           'build_model', 'with_lora', 'mode_wrapper', 'build_strategy', 'build_collator', 'load_datasets', 'preflight',
-           'Trainer', 'NonFiniteError', 'DeferredInterrupt']
+           'build_model', 'with_lora', 'mode_wrapper', 'build_strategy', 'build_collator', 'load_data', 'load_datasets',
+           'preflight', 'Trainer', 'NonFiniteError', 'Interrupted', 'DeferredInterrupt']
 
 # %% ../nbs/09_trainer.ipynb
 def lr_factor(step: int, warmup_steps: int, max_steps: int, min_lr_ratio: float = 0.1) -> float:
@@ -161,6 +162,11 @@ def build_collator(cfg, tokenizer):
                         response_window=d.mode == 'block_diffusion',
                         response_canvas=d.response_canvas if d.mode in ('mdlm', 'hybrid') else None)
 
+def load_data(cfg) -> tuple:
+    "`(tokenizer, train, validation)`: what `Trainer` needs before any model (the CLI loads it before the process group forms)."
+    tok = load_tokenizer(cfg.model.tokenizer or cfg.model.path)
+    return (tok, *load_datasets(cfg, tok))
+
 def load_datasets(cfg, tokenizer) -> tuple:
     "`(train, validation)` tokenised datasets; validation is `data.val_split` or `data.val_size` held-out train rows."
     dc, n = cfg.data, cfg.data.train_size
@@ -195,10 +201,11 @@ def _output_dir_problems(cfg, is_main: bool, rerun: str = RERUN_HINT) -> list[st
     first = next(p for p in [d, *d.absolute().parents] if p.exists())  # the folder that output_dir will be created in
     if not first.is_dir(): return [f"output_dir={str(d)!r} lies under the file {str(first)!r}; choose another output_dir"]
     if not os.access(first, os.W_OK | os.X_OK): return [f"output_dir={str(d)!r}: {str(first)!r} is not writable; choose another output_dir"]
-    old = sorted(p.name for p in d.iterdir()) if d.is_dir() else []
-    if not old or t.resume: return []
-    if not t.overwrite:
+    old = sorted(p.name for p in d.iterdir() if p.name != LOCK_FILE) if d.is_dir() else []
+    if old and not t.resume and not t.overwrite:
         return [f"output_dir={str(d)!r} already holds a run ({', '.join(old[:4])}{', ...' if len(old) > 4 else ''}); {rerun}"]
+    if is_main and (busy := lock_run_dir(d, say=lambda m: print(m, flush=True))): return [busy]   # held until exit
+    if not old or t.resume: return []
     if is_main:                                                        # only what a run writes, never other files
         for p in filter(_is_run_file, d.iterdir()): shutil.rmtree(p) if p.is_dir() else p.unlink()
         print(f"train.overwrite=true: deleted the previous run in {d}", flush=True)
@@ -213,11 +220,18 @@ def _model_path_problem(key: str, path: str | None) -> str | None:
             return f"{key}={path!r} is not a local folder nor a hub model in the cache, and HF_HUB_OFFLINE is set; download it first"
     return None
 
+def _dataset_problem(name: str) -> str | None:
+    from dllm_nb.data import MIXES, TASKS
+    if not name.startswith('builtin:') or name.removeprefix('builtin:') in {*TASKS, *MIXES}: return None
+    known = ', '.join(f'builtin:{k}' for k in sorted({*TASKS, *MIXES}))
+    return f"data.dataset={name!r} is not a built-in dataset; known: {known} (or give a local file or a hub id)"
+
 def preflight(cfg, is_main: bool = True, rerun: str = RERUN_HINT) -> None:
-    "Check what would otherwise fail after minutes of setup (output_dir, model paths, optional packages); `ConfigError`."
+    "Check what would otherwise fail after minutes of setup (output_dir, model paths, dataset, optional packages); `ConfigError`."
     # rerun: the ways out of an output_dir that holds a run, in the launcher's words (the Makefile passes make commands)
     problems = [q for q in [_model_path_problem('model.path', cfg.model.path),
-                            _model_path_problem('model.tokenizer', cfg.model.tokenizer)] if q]
+                            _model_path_problem('model.tokenizer', cfg.model.tokenizer),
+                            _dataset_problem(cfg.data.dataset)] if q]
     if cfg.train.tensorboard and importlib.util.find_spec('tensorboard') is None:
         problems.append("train.tensorboard=true needs the tensorboard package: pip install 'dllm_nb[tensorboard]' "
                         "(or set train.tensorboard=false)")
@@ -229,12 +243,11 @@ def preflight(cfg, is_main: bool = True, rerun: str = RERUN_HINT) -> None:
 # %% ../nbs/09_trainer.ipynb
 class Trainer:
     "Config-driven dLLM SFT loop: data, model, strategy, optimizer, logging, validation, checkpoints."
-    def __init__(self, cfg, dist_info=None, quiet: bool = False):
+    def __init__(self, cfg, dist_info=None, quiet: bool = False, data: tuple | None = None):
         self.cfg, self.dist, self.quiet = cfg, dist_info or DistInfo(), quiet
         self.run_dir = Path(cfg.output_dir)
         torch.manual_seed(cfg.seed)
-        self.tokenizer = load_tokenizer(cfg.model.tokenizer or cfg.model.path)
-        self.train_ds, self.val_ds = load_datasets(cfg, self.tokenizer)
+        self.tokenizer, self.train_ds, self.val_ds = data or load_data(cfg)   # `load_data(cfg)`, or what it returned
         self.collator = build_collator(cfg, self.tokenizer)
         self.model, self.mask_token_id = build_model(cfg, self.tokenizer)
         self.model.to(self.dist.device)
@@ -302,7 +315,9 @@ def maybe_resume(self: Trainer) -> int:
     found = resume_checkpoint(self.run_dir, self.cfg.train.resume, self.model, self.optimizer, self.cfg, say)
     if found is None: return 0
     path, st = found
-    self.sampler.load_state_dict(st['sampler']); self.scheduler.load_state_dict(st['scheduler'])
+    try: self.sampler.load_state_dict(st['sampler'])                   # resume_strict=false: the data order may not fit
+    except ValueError as e: raise ConfigError([f"{path}: {e}"]) from None
+    self.scheduler.load_state_dict(st['scheduler'])
     torch.set_rng_state(st['torch_rng'])
     if not self.quiet: say(f'resumed from {path} at step {st["step"]}')
     return st['step']
@@ -317,35 +332,58 @@ def train_loader(self: Trainer, start: int, stop: int):
 class NonFiniteError(RuntimeError):
     "Training stopped: the loss or gradient norm was NaN/inf for `train.max_bad_steps` steps in a row."
 
+class Interrupted(KeyboardInterrupt):
+    "Training stopped by a signal after saving a checkpoint; `signum` is SIGINT or SIGTERM (exit status 128 + signum)."
+    def __init__(self, signum: int = signal.SIGINT): super().__init__(signal.Signals(signum).name); self.signum = int(signum)
+
 class DeferredInterrupt:
-    "One process: the first Ctrl-C only sets `requested` (the loop saves and stops at the step's end); a second one interrupts."
-    def __init__(self, enabled: bool = True): self.enabled, self.requested, self.old = enabled, False, None
+    "SIGINT/SIGTERM only set `signum` (the loop saves and stops at the step's end); the same signal again, >= 1 s later, ends at once."
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    def __init__(self, enabled: bool = True): self.enabled, self.signum, self.at, self.old = enabled, 0, 0.0, {}
+    @property
+    def requested(self) -> bool: return bool(self.signum)
     def _handler(self, signum, frame):
-        self.requested = True
-        signal.signal(signal.SIGINT, self.old)                           # a second Ctrl-C interrupts at once
+        if signum == self.signum and time.monotonic() - self.at >= 1.0:   # a second Ctrl-C / kill: stop now (the save is atomic)
+            signal.signal(signum, self.old[signum]); signal.raise_signal(signum); return
+        if not self.signum: self.signum, self.at = signum, time.monotonic()   # a copy sent by a launcher too is merged
     def __enter__(self):
         if self.enabled and threading.current_thread() is threading.main_thread():
-            self.old = signal.signal(signal.SIGINT, self._handler)
+            self.old = {s: signal.signal(s, self._handler) for s in self.SIGNALS}
         return self
     def __exit__(self, *exc):
-        if self.old is not None: signal.signal(signal.SIGINT, self.old)
+        for s, h in self.old.items(): signal.signal(s, h)
+    def agreed(self, world_size: int = 1, all_reduce: Callable = all_reduce_sum) -> int:
+        "The signal every rank stops for (0: none), from one reduction: a rank that got SIGTERM makes it SIGTERM."
+        if world_size == 1: return self.signum
+        n_int, n_term = all_reduce(torch.tensor([self.signum == signal.SIGINT, self.signum == signal.SIGTERM]).long()).tolist()
+        return int(signal.SIGTERM) if n_term else int(signal.SIGINT) if n_int else 0
 
 # %% ../nbs/09_trainer.ipynb
 @patch
 def fit(self: Trainer, stop_at: int | None = None) -> list[dict]:
-    "Train to `max_steps` (resuming if asked; `stop_at` ends early, as a kill would); returns this run's records."
-    t, start = self.cfg.train, self.maybe_resume()
+    "Train to `max_steps` (resuming if asked; `stop_at` ends early, as a kill would) holding the folder's lock; this run's records."
+    mine = self.dist.is_main and not holds_lock(self.run_dir)          # the CLI took it already, before any setup
+    if mine and (busy := lock_run_dir(self.run_dir)): raise ConfigError([busy])
+    try: return self._fit(stop_at)
+    finally:
+        if mine: unlock_run_dir(self.run_dir)
+
+@patch
+def _fit(self: Trainer, stop_at: int | None = None) -> list[dict]:
+    t, start = self.cfg.train, self.maybe_resume()                    # a refused resume raises before any file is written
     val = self.val_batches()
     self.run_dir.mkdir(parents=True, exist_ok=True)
-    if self.dist.is_main: trim_metrics(self.run_dir, start)           # a resumed run re-logs the steps after its checkpoint
+    if self.dist.is_main:
+        save_config(self.cfg, self.run_dir / 'config.yaml')            # describes the checkpoints this run writes
+        trim_metrics(self.run_dir, start)                              # a resumed run re-logs the steps after its checkpoint
     bar = tqdm(total=t.max_steps, initial=start, disable=self.quiet or not self.dist.is_main, desc='train')
     records, self._tic, bad = [], time.perf_counter(), 0               # bad: consecutive non-finite steps
     self.model.train()
     if start == 0 and t.eval_every and val:                             # the starting point of the validation curve
         rec0 = validate(self.model, self.strategy, val)
         self.logger.log(0, rec0, echo=None if self.quiet else bar.write); records.append(dict(step=0, **rec0))
-    # with torchrun every process gets the signal at its own moment, so only one process defers Ctrl-C to a step end
-    with DeferredInterrupt(self.dist.world_size == 1) as intr:
+    # under torchrun each rank gets the signal at its own moment: the ranks agree on it at every step end (one reduction)
+    with DeferredInterrupt() as intr:
         try:
             for mbs in self.train_loader(start, min(t.max_steps, stop_at or t.max_steps)):
                 step = mbs[0].step
@@ -353,11 +391,9 @@ def fit(self: Trainer, stop_at: int | None = None) -> list[dict]:
                 bad = bad + 1 if rec.get('skipped') else 0
                 if bad >= t.max_bad_steps: raise NonFiniteError(self.diverged(step + 1, bad))
                 records.append(dict(step=step + 1, **rec)); bar.update(1)
-                last = step + 1 == t.max_steps
-                if t.save_every and (step + 1) % t.save_every == 0 or last or intr.requested:
-                    save_checkpoint(self.run_dir, step + 1, self.model, self.optimizer, self.trainer_state(step + 1),
-                                    t.keep_last, self.dist.is_main, finite=weights_finite(self.model))
-                if intr.requested: raise KeyboardInterrupt
+                last, stop = step + 1 == t.max_steps, intr.agreed(self.dist.world_size)
+                if t.save_every and (step + 1) % t.save_every == 0 or last or stop: self.save(step + 1, bar)
+                if stop: raise Interrupted(stop)
         finally: bar.close()
     if self.dist.is_main: plot_metrics(read_metrics(self.run_dir), self.run_dir / 'loss_curve.png')
     return records
@@ -385,6 +421,17 @@ def fit_step(self: Trainer, step: int, val, bad: int, bar, mbs: list) -> dict:
     if (step + 1) % t.log_every == 0 or 'val_loss' in rec or step + 1 == t.max_steps or res.skipped:
         self.logger.log(step + 1, rec, echo=None if self.quiet else bar.write)
     return rec
+
+@patch
+def save(self: Trainer, step: int, bar=None) -> Path | None:
+    "Checkpoint `step` (collective); weights that are NaN/inf are not written, and rank 0 says so."
+    path = save_checkpoint(self.run_dir, step, self.model, self.optimizer, self.trainer_state(step), self.cfg.train.keep_last,
+                           self.dist.is_main, finite=weights_finite(self.model))
+    if path is None and self.dist.is_main:
+        good = finite_checkpoints(self.run_dir)
+        (bar.write if bar is not None else print)(f"step {step}: the weights hold NaN/inf, so no checkpoint was written; "
+                                                  f"last finite checkpoint: {good[-1] if good else 'none'}")
+    return path
 
 @patch
 def diverged(self: Trainer, step: int, bad: int) -> str:
