@@ -153,7 +153,7 @@ def curve_points(out: Path, examples, max_new) -> list:
         sd = {'model': model.state_dict()}
         dcp.load(sd, checkpoint_id=str(ck))
         model.load_state_dict(sd['model'])
-        seqs = [s for i in range(0, len(examples), 16) for s in fn(encode(tok, examples[i:i + 16]), max_new, list(range(i, i + 16))).sequences]
+        seqs = [s for i in range(0, len(examples), 16) for s in fn(encode(tok, examples[i:i + 16]), max_new, list(range(i, min(i + 16, len(examples))))).sequences]
         points.append((int(ck.name.split('-')[1]) * bs, statistics.mean(score(tok, e, s) for e, s in zip(examples, seqs))))
         print(f'  curve {out.name} {ck.name}: {points[-1][1]:.2f}', flush=True)
     return points
@@ -208,7 +208,7 @@ def checkpoint_exact(run: Path, ck: Path, examples, max_new) -> dict:
     sd = {'model': model.state_dict()}
     dcp.load(sd, checkpoint_id=str(ck)); model.load_state_dict(sd['model'])
     _, (fn, _) = next(iter(samplers_for(model, tok, []).items()))
-    seqs = [s for i in range(0, len(examples), 16) for s in fn(encode(tok, examples[i:i + 16]), max_new, list(range(i, i + 16))).sequences]
+    seqs = [s for i in range(0, len(examples), 16) for s in fn(encode(tok, examples[i:i + 16]), max_new, list(range(i, min(i + 16, len(examples))))).sequences]
     return {t: statistics.mean(score(tok, e, s) for e, s in zip(examples, seqs) if e['task'] == t) for t in TASKS}
 
 
