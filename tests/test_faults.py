@@ -368,7 +368,7 @@ def test_every_runtime_import_is_an_install_requirement():
     "Every third-party module dllm_nb/*.py imports belongs to a distribution in install_requires (fails on fastcore today)."
     from importlib.metadata import packages_distributions
     dists, reqs, missing = packages_distributions(), _requirements(), {}
-    optional = {'tensorboard'}                                         # extras, imported only when asked for
+    optional = {'tensorboard', 'peft', 'lm_eval'}                      # extras (tensorboard, lora, eval), imported only when asked for
     for f in sorted((ROOT / 'dllm_nb').glob('*.py')):
         for node in ast.walk(ast.parse(f.read_text())):
             names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
