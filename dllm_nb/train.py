@@ -97,18 +97,21 @@ def _card_examples(examples: list[dict], scores: dict | None) -> str:
     return '\n'.join(["Prompts from its own data" + (" (test split: never trained on)" if 'answer' in examples[0] else '') + ':',
                       '', f'| prompt | {head} |', '|---|---|', *rows])
 
-def model_card(run: dict, checkpoint: str, examples: list[dict], scores: dict | None = None) -> str:
+def model_card(run: dict, checkpoint: str, examples: list[dict], scores: dict | None = None, lora: bool = False) -> str:
     "`final/README.md`: what the checkpoint is, what it can do (measured when `scores` is given), and a command to sample it."
-    plain = ("its causal encoder was trained with a next-token loss, so plain `generate` also works left to right"
+    plain = ("it is an ordinary causal LM, and `generate` is how it samples" if run['mode'] == 'ar' else
+             "its causal encoder was trained with a next-token loss, so plain `generate` also works left to right"
              if run['mode'] == 'block_diffusion' else
              "the backbone was trained bidirectional (`is_causal: false` in config.json), so left-to-right `generate` "
              "is not how it samples: use the dllm_nb sampler")
+    if lora: plain = (f"this folder holds LoRA adapters (`adapter.safetensors`) over `{run['base_model']}`, which dllm_nb "
+                      f"loads; for plain transformers merge them first: `python -m dllm_nb.lora --checkpoint {checkpoint} --out merged`")
     mask = (f"mask token {run['mask_token']!r} = id {run['mask_token_id']}" if run['mask_token_id'] is not None else
             "no mask token: corrupted with random tokens")
     prompt = examples[0]['prompt'] if examples else 'a prompt like those in its training data'
     return f"""# dllm_nb {run['mode']} checkpoint
 
-A diffusion LM fine-tuned with [dllm_nb](https://github.com/dllm-nb/dllm_nb) in mode `{run['mode']}` (block size {run['block_size']},
+{'A causal LM (the `ar` baseline)' if run['mode'] == 'ar' else 'A diffusion LM'} fine-tuned with [dllm_nb](https://github.com/dllm-nb/dllm_nb) in mode `{run['mode']}` (block size {run['block_size']},
 {mask}) from {f"`{run['base_model']}`" if run['base_model'] else 'a from-scratch model'} on `{run['dataset']}` for {run['steps_trained']} steps. `dllm_config.json` holds these settings and the sampler defaults.
 
 ## What it can do
@@ -133,9 +136,9 @@ def write_model_card(out_dir: Path, cfg, scores: dict | None = None) -> Path:
     "(Re)write `out_dir/README.md` from `dllm_config.json`'s `run` and the run's own data; the path is shown relative."
     import json
     from dllm_nb.models import DLLM_CONFIG_NAME
-    run = json.loads((out_dir / DLLM_CONFIG_NAME).read_text())['run']
+    meta = json.loads((out_dir / DLLM_CONFIG_NAME).read_text())
     checkpoint = '.' if out_dir.is_absolute() else out_dir.as_posix()   # never an absolute path: the folder may move
-    (out_dir / 'README.md').write_text(model_card(run, checkpoint, card_examples(cfg), scores))
+    (out_dir / 'README.md').write_text(model_card(meta['run'], checkpoint, card_examples(cfg), scores, lora='lora' in meta))
     return out_dir / 'README.md'
 
 def export_final(trainer, out_dir: str | Path):
@@ -162,7 +165,7 @@ def write_final(model, tok, cfg, mask_id, out_dir: str | Path, steps: int | None
     run = run_metadata(cfg, mask_id, steps)
     meta = json.loads((out_dir / DLLM_CONFIG_NAME).read_text())
     (out_dir / DLLM_CONFIG_NAME).write_text(json.dumps({**meta, 'run': run}, indent=2))
-    write_model_card(out_dir, trainer.cfg)
+    write_model_card(out_dir, cfg)
     return model.eval()
 
 # %% ../nbs/11_train.ipynb
