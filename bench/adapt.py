@@ -128,6 +128,15 @@ def measure(path: Path, examples, max_new, args) -> dict:
 
 def batch1_speed(rows: dict, runs: Path, examples, max_new, args) -> dict:
     "Batch-1 tokens/s and calls/token of each row's chosen sampler, timed round robin (`--repeats`, best kept) in this one process."
+    cache, key = runs / 'bench_speed.json', dict(rows={r: x['name'] for r, x in rows.items()}, speed_n=args.speed_n, repeats=args.repeats)
+    if cache.exists() and not (args.reeval or args.retrain) and json.loads(cache.read_text())['key'] == key:
+        return json.loads(cache.read_text())['speed']
+    speed = time_batch1(rows, runs, examples, max_new, args)
+    cache.write_text(json.dumps(dict(key=key, speed=speed)))
+    return speed
+
+
+def time_batch1(rows: dict, runs: Path, examples, max_new, args) -> dict:
     from dllm_nb.generate import load_checkpoint
     few = [ex for t in TASKS for ex in [e for e in examples if e['task'] == t][:args.speed_n]]
     samplers = {}
