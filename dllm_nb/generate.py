@@ -462,7 +462,7 @@ def plot_trajectory(traj: Trajectory, row: int = 0, tokenizer=None, ax=None, tit
 # %% ../nbs/12_generate.ipynb
 def generate(model: nn.Module, prompts: Prompts, tokenizer=None, max_new_tokens: int = 32,
              steps: Optional[int] = None, block_size: Optional[int] = None, **kw) -> GenerationOutput:
-    "Run the sampler that fits `model` (`MaskedDiffusionLM`, `BlockDiffusionLM` or `IntrospectiveDiffusionLM`)."
+    "Run the sampler that fits `model` (`MaskedDiffusionLM`, `BlockDiffusionLM`, `IntrospectiveDiffusionLM`, `HybridDiffusionLM`)."
     from dllm_nb.idlm import IntrospectiveDiffusionLM, generate_idlm   # 08b_idlm imports this module
     from dllm_nb.hybrid import HybridDiffusionLM, generate_hybrid      # 08c_hybrid too
     if isinstance(model, IntrospectiveDiffusionLM): return generate_idlm(model, prompts, max_new_tokens, block_size, tokenizer, **kw)
