@@ -52,8 +52,8 @@ def hybrid_block_mask(seq_len: int, block_size: int, attention_mask: Tensor, mas
 # %% ../nbs/08c_hybrid.ipynb
 @dataclass
 class HybridOutput(DLLMOutput):
-    "`logits`: the diffusion (noisy-copy) logits `[B, L, V]`, token `i` read at row `i`; `causal_logits`: the clean copy's next-token logits `[B, L, V]`."
-    causal_logits: Optional[Tensor] = None
+    "What `HybridDiffusionLM.forward` returns: `logits` from the noisy copy, `causal_logits` from the clean copy."
+    causal_logits: Optional[Tensor] = None   # [B, L, V] next-token logits (row i scores token i+1); logits: row i scores token i
 
 class HybridDiffusionLM(DLLMWrapper):
     "One causal-LM backbone, one pass over `[x_t | x_0]`: diffusion logits from the noisy copy, AR logits from the clean copy."
@@ -62,7 +62,8 @@ class HybridDiffusionLM(DLLMWrapper):
         super().__init__()
         impl = backbone.config._attn_implementation
         if impl not in ATTN_IMPLEMENTATIONS:
-            raise ValueError(f"hybrid needs a 4D attention mask, which attn_implementation={impl!r} ignores; use one of {ATTN_IMPLEMENTATIONS}.")
+            raise ValueError(f"hybrid needs a 4D attention mask, which attn_implementation={impl!r} ignores; "
+                             f"use one of {ATTN_IMPLEMENTATIONS}.")
         if not (isinstance(block_size, int) and block_size >= 1): raise ValueError(f"block_size={block_size} must be an int >= 1.")
         if mask_token_id is None: raise ValueError("hybrid masks inside its forward: pass mask_token_id (dllm.mask_token's id).")
         self.backbone, self.block_size, self.mask_token_id = backbone, block_size, int(mask_token_id)
@@ -125,7 +126,8 @@ def speculative_step(model: HybridDiffusionLM, seqs: list[list[int]], drafts: li
 def generate_hybrid(model: HybridDiffusionLM, prompts: Prompts, max_new_tokens: int = 32, tokenizer=None, chat: bool = True,
                     temperature: float = 0.0, eos_token_id: Optional[int] = None, seeds=None, **_) -> GenerationOutput:
     "Self-speculative decoding: the diffusion copy drafts a block, the AR copy verifies it in the next call; output = greedy AR."
-    if temperature: raise ValueError(f"temperature={temperature}: the hybrid sampler is greedy (lossless w.r.t. its AR head); use 0.")
+    if temperature:
+        raise ValueError(f"temperature={temperature}: the hybrid sampler is greedy (lossless w.r.t. its AR head); use 0.")
     prompt_ids = encode_prompts(prompts, tokenizer, chat)
     eos = token_id(eos_token_id, tokenizer, 'eos_token_id', required=False)
     P = [len(p) for p in prompt_ids]
