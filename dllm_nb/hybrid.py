@@ -11,11 +11,12 @@ from torch import Tensor, nn
 from torch.nn.attention.flex_attention import BlockMask
 from .generate import GenerationOutput, Prompts, encode_prompts, model_device, right_pad, token_id
 from .masks import MaskMod, bd3_mask_mod, chunked_block_mask, dense_mask
+from .loss import token_ce
 from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, DLLMWrapper, mdlm_attention_mask, mdlm_block_mask
 
 # %% auto 0
-__all__ = ['hybrid_mask_mod', 'hybrid_mask', 'hybrid_block_mask', 'HybridOutput', 'HybridDiffusionLM', 'accepted_length',
-           'speculative_step', 'generate_hybrid', 'generate_hybrid_ar']
+__all__ = ['hybrid_mask_mod', 'hybrid_mask', 'hybrid_block_mask', 'HybridOutput', 'HybridDiffusionLM', 'hybrid_nll',
+           'accepted_length', 'speculative_step', 'generate_hybrid', 'generate_hybrid_ar']
 
 # %% ../nbs/08c_hybrid.ipynb
 def hybrid_mask_mod(seq_len: int, block_size: int, attention_mask: Optional[Tensor] = None) -> MaskMod:
@@ -94,6 +95,14 @@ class HybridDiffusionLM(DLLMWrapper):
         else: mask = self._mask(mdlm_attention_mask(attention_mask, L, causal=True, device=input_ids.device).expand(B, 1, L, L))
         pos = torch.arange(L, device=input_ids.device).expand(B, L)
         return self.backbone(input_ids=input_ids, attention_mask=mask, position_ids=pos, use_cache=False).logits
+@torch.no_grad()
+def hybrid_nll(model: HybridDiffusionLM, input_ids: Tensor, loss_mask: Tensor, attention_mask: Optional[Tensor] = None) -> dict:
+    "Exact NLL per supervised token under the AR copy (the one the sampler's output follows), and `n_tokens [B]` per row."
+    am = torch.ones_like(input_ids) if attention_mask is None else attention_mask
+    sel = loss_mask.bool() & am.bool()
+    sel[:, 0] = False                                                   # the first token has no prediction
+    ce = token_ce(model.causal_logits(input_ids, am)[:, :-1], input_ids[:, 1:], sel[:, 1:])
+    return dict(ar_nll=(ce.sum() / max(len(ce), 1)).item(), n_tokens=sel.sum(-1))
 
 # %% ../nbs/08c_hybrid.ipynb
 def accepted_length(drafts: list[int], verified: list[int]) -> int:
