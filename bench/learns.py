@@ -6,8 +6,9 @@ Trains the config five ways on the built-in tasks, single process, on the same d
                         for the mdlm recipe that learns at this scale: AR warm-up + shifted logits + AR co-loss +
                         suffix masks);
   * `block_diffusion` - the same with `dllm.mode=block_diffusion` (the default);
-  * `hybrid`          - the same with `dllm.mode=hybrid` (blockwise masking + next-token co-loss on a bidirectional
-                        MDLM backbone; decoded with the MDLM sampler);
+  * `hybrid`          - the same with `dllm.mode=hybrid` (08c_hybrid: one pass over [x_t ; x_0], block-diffusion logits
+                        from the noisy copy, causal AR logits from the clean copy, loss alpha * D + AR; decoded
+                        self-speculatively: diffusion drafts, the AR copy verifies; use `--config configs/hybrid_cpu.yaml`);
   * `idlm`            - the same with `dllm.mode=idlm` (08b_idlm: decoded with the cached I-DLM sampler, anchor + drafts);
   * `autoregressive`  - the same with `dllm.mode=ar`: the same backbone config, batches, optimizer, schedule, clipping
                         and step count, trained with the plain causal next-token loss on the response, decoded
@@ -16,7 +17,8 @@ Then prints one table: mode, task, median and worst test exact match over the se
 first `--n` test examples), steps, median seconds and validation loss. Sampling uses `dllm_nb.eval.sampler_settings`
 (the same as `python -m dllm_nb.train`'s report): a fixed `dllm.response_canvas` canvas with EOS stopping, blocks of
 the mode's own `<mode>.block_size`, one step per token (I-DLM: `block_size` drafts per pass), greedy; it never reads the reference
-answers. Extra `key=value` arguments override the config (e.g. `train.lr=1e-3`); `--modes` runs a subset, e.g.
+answers. `--all-presets` trains every mode with its own preset (`PRESETS`) instead of `--config`, one table for all.
+Extra `key=value` arguments override the config (e.g. `train.lr=1e-3`); `--modes` runs a subset, e.g.
 `--modes block_diffusion block_diffusion.scored_blocks=one` for the reference's one-scored-block objective; `--json FILE` appends
 one line per run.
 """
@@ -30,6 +32,9 @@ from dllm_nb.trainer import Trainer
 
 TASKS = ('addition', 'reverse')
 MODES = ('mdlm', 'hybrid', 'block_diffusion', 'idlm', 'autoregressive')
+# each mode's own preset (None = the embedded default) and step count (None = the preset's), as the README quotes them
+PRESETS = dict(mdlm=('configs/mdlm_cpu.yaml', None), hybrid=('configs/hybrid_cpu.yaml', None), block_diffusion=(None, None),
+               idlm=(None, 1200), autoregressive=(None, None))
 
 
 def dllm_mode(mode: str) -> str: return 'ar' if mode == 'autoregressive' else mode
@@ -39,28 +44,56 @@ def accuracy(model, tok, n, settings, **kw):
     return {task: exact_match(model, tok, task, 'test', n, **settings, **kw)['accuracy'] for task in TASKS}
 
 
+def mode_config(args, mode, extra):
+    "`(config path, overrides)` of `mode`: `--config` and `extra`, or with `--all-presets` the mode's own preset and steps."
+    if not args.all_presets: return args.config, list(extra)
+    path, steps = PRESETS[mode]
+    return path, ([f'train.max_steps={steps}'] if steps and not args.max_steps else []) + list(extra)
+
+
 def run_one(args, mode, seed, extra):
     "Train `mode` with `seed`; returns `dict(mode, seed, val, seconds, steps, addition, reverse)`."
     tic = time.perf_counter()
-    cfg = load_config(args.config, [f'dllm.mode={dllm_mode(mode)}', f'output_dir={args.output_dir}/{mode}-s{seed}', f'seed={seed}',
-                                    *extra], world_size=1)
+    path, extra = mode_config(args, mode, extra)
+    cfg = load_config(path, [f'dllm.mode={dllm_mode(mode)}', f'output_dir={args.output_dir}/{mode}-s{seed}', f'seed={seed}',
+                             *extra], world_size=1)
     tr = Trainer(cfg, quiet=True)
     records = tr.fit()
     vals = [r['val_loss'] for r in records if 'val_loss' in r]
     val = vals[-1] if vals else float('nan')
     acc = accuracy(tr.model.eval(), tr.tokenizer, args.n, sampler_settings(cfg))   # ar: HF generate (greedy, KV cache)
-    return dict(mode=mode, seed=seed, val=val, seconds=time.perf_counter() - tic, steps=cfg.train.max_steps, **acc)
+    if mode == 'hybrid': acc['speculation'] = speculation_stats(tr.model, tr.tokenizer)
+    return dict(mode=mode, seed=seed, val=val, seconds=time.perf_counter() - tic, steps=cfg.train.max_steps, config=path, **acc)
+
+
+def speculation_stats(model, tok, n: int = 20, max_new: int = 40) -> dict:
+    "hybrid: tokens per backbone call of its self-speculative sampler, and tokens/s against HF generate + KV cache of the same backbone (batch 1)."
+    from dllm_nb.data import task_examples
+    from dllm_nb.fast_sampling import generate_autoregressive_cached
+    from dllm_nb.generate import encode_prompts
+    from dllm_nb.hybrid import generate_hybrid
+    prompts = encode_prompts([ex['messages'][0]['content'] for t in TASKS for ex in task_examples(t, 'test', 0)[:n]], tok)
+    outs, ars, tic = [], [], time.perf_counter()
+    for p in prompts: outs.append(generate_hybrid(model, [p], max_new, tok))
+    t_spec, tic = time.perf_counter() - tic, time.perf_counter()
+    for p in prompts: ars.append(generate_autoregressive_cached(model, [p], max_new, tok))
+    t_ar = time.perf_counter() - tic
+    tokens = sum(min(len(o.sequences[0]) + 1, max_new) for o in outs)          # + the EOS it stopped at
+    same = sum(o.sequences == a.sequences for o, a in zip(outs, ars))
+    return dict(tokens_per_call=tokens / sum(o.nfe for o in outs), spec_tok_s=tokens / t_spec, ar_tok_s=tokens / t_ar,
+                identical=same, prompts=len(prompts))
 
 
 def table(rows: list[dict]) -> str:
-    "One line per (mode, task): median and worst exact match over seeds, steps, median seconds, median val loss."
-    out = [f"{'mode':>16} {'task':>9} {'median':>7} {'worst':>6} {'seeds':>5} {'steps':>6} {'seconds':>8} {'val loss':>9}"]
+    "One line per (mode, task): median and worst exact match over seeds, steps, median seconds, median val loss, preset."
+    out = [f"{'mode':>16} {'task':>9} {'median':>7} {'worst':>6} {'seeds':>5} {'steps':>6} {'seconds':>8} {'val loss':>9}  preset"]
     for mode in dict.fromkeys(r['mode'] for r in rows):
         rs = [r for r in rows if r['mode'] == mode]
         for task in TASKS:
             acc = [r[task] for r in rs]
             out.append(f"{mode:>16} {task:>9} {statistics.median(acc):7.3f} {min(acc):6.3f} {len(rs):5d} {rs[0]['steps']:6d} "
-                       f"{statistics.median(r['seconds'] for r in rs):8.0f} {statistics.median(r['val'] for r in rs):9.3f}")
+                       f"{statistics.median(r['seconds'] for r in rs):8.0f} {statistics.median(r['val'] for r in rs):9.3f}  "
+                       f"{rs[0].get('config') or 'default'}")
     return '\n'.join(out)
 
 
@@ -69,6 +102,7 @@ def main():
     disable_progress_bars()
     ap = argparse.ArgumentParser()
     ap.add_argument('--config', default=None, help='YAML preset (default: the embedded default = configs/default.yaml)')
+    ap.add_argument('--all-presets', action='store_true', help="every mode with its own preset (PRESETS), not --config")
     ap.add_argument('--max-steps', type=int, default=None, help='override train.max_steps')
     ap.add_argument('--n', type=int, default=50, help='test examples per task')
     ap.add_argument('--seeds', type=int, default=3, help='seeds per mode (seed, seed+1, ...): the table gives median and worst')
@@ -84,7 +118,8 @@ def main():
     for mode in modes:
         if mode not in MODES: raise SystemExit(f'unknown mode {mode!r}; use a comma-separated subset of {",".join(MODES)}')
     for mode in modes:   # every mode's config is checked before any training (a key of another mode's section is an error)
-        load_config(args.config, [f"dllm.mode={dllm_mode(mode)}", *extra], world_size=1)
+        path, over = mode_config(args, mode, extra)
+        load_config(path, [f"dllm.mode={dllm_mode(mode)}", *over], world_size=1)
     rows = []
     for mode in modes:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
@@ -95,6 +130,11 @@ def main():
             if args.json:
                 with open(args.json, 'a') as f: f.write(json.dumps(dict(r, overrides=extra)) + '\n')
     print(table(rows))
+    for r in rows:
+        if (sp := r.get('speculation')):
+            print(f"hybrid seed {r['seed']}: self-speculation {sp['tokens_per_call']:.2f} tokens per backbone call (AR: 1), "
+                  f"{sp['spec_tok_s']:.0f} tokens/s vs {sp['ar_tok_s']:.0f} for HF generate + KV cache of the same backbone "
+                  f"(batch 1, {sp['prompts']} prompts, output identical on {sp['identical']})")
     return rows
 
 

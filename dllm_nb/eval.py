@@ -134,6 +134,7 @@ def task_likelihood(model: nn.Module, tokenizer, task: str, split: str = 'test',
     "Per-token likelihood numbers on a task split: `nll_bound` (MDLM), the three block-diffusion numbers, or I-DLM's two CEs."
     from dllm_nb.collate import DLLMCollator
     from dllm_nb.idlm import IntrospectiveDiffusionLM, idlm_losses   # 08b_idlm: I-DLM's deterministic CEs
+    from dllm_nb.hybrid import HybridDiffusionLM, hybrid_nll         # 08c_hybrid: its AR copy's exact NLL
     examples = [tokenize_example(ex['messages'], tokenizer) for ex in task_examples(task, split, seed)[:n]]
     bd = isinstance(model, BlockDiffusionLM)
     coll = DLLMCollator(tokenizer.pad_token_id, tokenizer.eos_token_id, block_size if bd else None, response_window=bd)
@@ -143,6 +144,7 @@ def task_likelihood(model: nn.Module, tokenizer, task: str, split: str = 'test',
         seeds = range(seed + s, seed + s + len(b['input_ids']))
         if isinstance(model, IntrospectiveDiffusionLM):
             r = idlm_losses(model, b['input_ids'], b['loss_mask'], b['attention_mask'], tokenizer.mask_token_id)
+        elif isinstance(model, HybridDiffusionLM): r = hybrid_nll(model, b['input_ids'], b['loss_mask'], b['attention_mask'])
         elif bd: r = block_diffusion_losses(model, b['input_ids'], b['loss_mask'], block_size, b['attention_mask'], n_samples, seeds)
         else:
             r = mdlm_nll_bound(model, b['input_ids'], b['loss_mask'], tokenizer.mask_token_id, b['attention_mask'], n_samples, seeds)

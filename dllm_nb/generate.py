@@ -464,9 +464,11 @@ def plot_trajectory(traj: Trajectory, row: int = 0, tokenizer=None, ax=None, tit
 # %% ../nbs/12_generate.ipynb
 def generate(model: nn.Module, prompts: Prompts, tokenizer=None, max_new_tokens: int = 32,
              steps: Optional[int] = None, block_size: Optional[int] = None, **kw) -> GenerationOutput:
-    "Run the sampler that fits `model` (`MaskedDiffusionLM`, `BlockDiffusionLM` or `IntrospectiveDiffusionLM`)."
+    "Run the sampler that fits `model` (`MaskedDiffusionLM`, `BlockDiffusionLM`, `IntrospectiveDiffusionLM`, `HybridDiffusionLM`)."
     from dllm_nb.idlm import IntrospectiveDiffusionLM, generate_idlm   # 08b_idlm imports this module
+    from dllm_nb.hybrid import HybridDiffusionLM, generate_hybrid      # 08c_hybrid too
     if isinstance(model, IntrospectiveDiffusionLM): return generate_idlm(model, prompts, max_new_tokens, block_size, tokenizer, **kw)
+    if isinstance(model, HybridDiffusionLM): return generate_hybrid(model, prompts, max_new_tokens, tokenizer, **kw)   # its own block
     if isinstance(model, CausalLM):                                   # the `ar` baseline: HF generate with its KV cache
         if kw.get('temperature'): raise ValueError(f"temperature={kw['temperature']}: the ar sampler is greedy; use 0.")
         from dllm_nb.fast_sampling import generate_autoregressive_cached    # 12a imports this module
@@ -507,7 +509,8 @@ def load_checkpoint(path, device=None, attn_implementation: str = 'sdpa'):
                                 "one of its ckpt-NNNNNNN/ folders, or a folder written by save_pretrained")
     kind = json.loads((path / DLLM_CONFIG_NAME).read_text()).get('model_class')
     from dllm_nb.idlm import IntrospectiveDiffusionLM              # 08b_idlm imports this module: not at the top
-    classes = dict(MODEL_CLASSES, IntrospectiveDiffusionLM=IntrospectiveDiffusionLM)
+    from dllm_nb.hybrid import HybridDiffusionLM
+    classes = dict(MODEL_CLASSES, IntrospectiveDiffusionLM=IntrospectiveDiffusionLM, HybridDiffusionLM=HybridDiffusionLM)
     if kind not in classes: raise ValueError(f"{path}: unknown model_class {kind!r}; known: {sorted(classes)}.")
     model = classes[kind].from_pretrained(path, attn_implementation).to(device or 'cpu').eval()
     tokenizer = load_tokenizer(path if (path / 'tokenizer.json').exists() or (path / 'tokenizer_config.json').exists() else None)

@@ -130,7 +130,7 @@ class HybridSettings:
                     half_life_ratio=h.half_life_ratio, ar_loss_alpha=h.ar_loss_alpha)
 
 class HybridStrategy:
-    "Blockwise late-biased masking (uniform when `block_size=None`) + causal AR co-loss, `ar_loss_alpha` on the diffusion term."
+    "Blockwise late-biased masking (uniform when `block_size=None`) for a `HybridDiffusionLM`; loss = `ar_loss_alpha` * D + AR."
     name, Settings = 'hybrid', HybridSettings
     def __init__(self, settings: HybridSettings): self.settings = settings
 
@@ -147,11 +147,11 @@ class HybridStrategy:
                       sum(count_tokens(s.batch.loss_mask[:, 1:]) for s in stages))
 
     def loss(self, model, stage: Noised, counts: Counts) -> LossParts:
+        "One pass of the hybrid model (`08c_hybrid`): clean tokens + the `masked_indices` sidecar in, both logits out."
         b = stage.batch
-        logits = model(input_ids=stage.noisy_ids, attention_mask=b.attention_mask).logits
-        ar_logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask, causal=True).logits
-        return hybrid_loss(logits, b.input_ids, stage.noise_mask, b.loss_mask, stage.p_mask, counts.diffusion, counts.ar,
-                           self.settings.ar_loss_alpha, ar_logits=ar_logits)
+        out = model(input_ids=b.input_ids, masked_indices=stage.noise_mask, attention_mask=b.attention_mask)
+        return hybrid_loss(out.logits, b.input_ids, stage.noise_mask, b.loss_mask, stage.p_mask, counts.diffusion, counts.ar,
+                           self.settings.ar_loss_alpha, ar_logits=out.causal_logits)
 
 # %% ../nbs/08_strategies.ipynb
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from .data import DataError, load_sft_dataset, load_tokenizer
 from .dflash import build_dflash_model
 from .distributed import (DistInfo, GlobalBatchSampler, all_reduce_sum, clip_grad_norm_, set_grad_sync, step_loader,
                                  wrap_model)
+from .hybrid import HybridDiffusionLM
 from .idlm import IntrospectiveDiffusionLM
 from .metrics import MetricsLogger, memory_mb, plot_metrics, read_metrics, trim_metrics
 from .models import BlockDiffusionLM, CausalLM, MaskedDiffusionLM, add_mask_token, autocast_context, build_backbone, tiny_config
@@ -143,6 +144,8 @@ def mode_wrapper(cfg, tokenizer, backbone, verbose: bool = True):
                                 mask_token_id=mask_id), mask_id
     if d.mode == 'idlm':
         return IntrospectiveDiffusionLM(backbone, block_size=cfg.idlm.block_size), mask_id
+    if d.mode == 'hybrid':                                           # clean copy causal, noisy copy block-wise (08c_hybrid)
+        return HybridDiffusionLM(backbone, block_size=cfg.hybrid.block_size, mask_token_id=mask_id), mask_id
     shift = d.mode == 'mdlm' and cfg.mdlm.shift_logits                  # Dream's shift: an mdlm setting
     return MaskedDiffusionLM(backbone, supervise_padding=d.supervise_padding, shift_logits=shift), mask_id
 

@@ -12,7 +12,7 @@ from dllm_nb.config import (Config, ConfigError, DLLMConfig, TrainConfig, config
 ROOT = Path(__file__).resolve().parents[1]
 PRESETS = sorted((ROOT / 'configs').glob('*.yaml'))
 # world sizes each preset is meant for (CPU presets: 1 and 2 processes; GPU presets: 1 node x 8, 2 nodes x 8)
-WORLDS = {'default': (1, 2), 'mdlm_cpu': (1, 2), 'mdlm_tiny': (1, 2), 'hybrid_tiny': (1, 2), 'llada_sft': (1, 8, 16),
+WORLDS = {'default': (1, 2), 'mdlm_cpu': (1, 2), 'mdlm_tiny': (1, 2), 'hybrid_tiny': (1, 2), 'hybrid_cpu': (1, 2), 'llada_sft': (1, 8, 16),
           'diffusiongemma_sft': (1, 8, 16), 'smollm2_cpu': (1,), 'smollm2_adapt': (1,), 'smollm2_ar': (1,)}
 
 

@@ -13,8 +13,10 @@ import torch._dynamo
 from hypothesis import given, settings, strategies as st
 from torch.nn.attention.flex_attention import create_block_mask
 
+import dllm_nb.hybrid as hybrid_mod
 import dllm_nb.idlm as idlm_mod
 from dllm_nb import masks, models
+from dllm_nb.hybrid import HybridDiffusionLM
 from dllm_nb.idlm import IntrospectiveDiffusionLM
 from dllm_nb.stages import Batch
 from dllm_nb.masks import DecoderMask, EncoderMask, block_diffusion_mask_mod, chunked_block_mask, encoder_mask_mod
@@ -66,7 +68,8 @@ def bd_inputs(strategy, st) -> dict:
 def _no_dense(*a, **k): raise AssertionError('the Flex training path built a dense mask')
 
 DENSE_BUILDERS = [(models, 'dense_to_block_mask'), (models, 'mdlm_attention_mask'), (masks, 'build_batched_block_mask'),
-                  (masks, 'build_encoder_mask'), (masks, 'dense_mask'), (idlm_mod, 'idlm_mask')]
+                  (masks, 'build_encoder_mask'), (masks, 'dense_mask'), (idlm_mod, 'idlm_mask'),
+                  (hybrid_mod, 'hybrid_mask')]
 
 
 @pytest.fixture
@@ -114,11 +117,20 @@ def mdlm_logits(model, strategy, batch, seeds):
     with torch.no_grad(): return model(ids, am).logits
 
 
-@pytest.mark.parametrize('mode', ['mdlm', 'hybrid'])
-def test_mdlm_hybrid_flex_training_forward(no_dense_masks, mode):
+def test_mdlm_flex_training_forward(no_dense_masks):
     sdpa, flex = pair(MaskedDiffusionLM)
-    strat = get_strategy(mode, mask_token_id=MASK_ID, **(dict(block_size=4) if mode == 'hybrid' else {}))
-    check_same(strat, sdpa, flex, no_dense_masks, logits=mdlm_logits)
+    check_same(get_strategy('mdlm', mask_token_id=MASK_ID), sdpa, flex, no_dense_masks, logits=mdlm_logits)
+
+
+def hybrid_logits(model, strategy, batch, seeds):
+    st = prepare(strategy, batch, seeds)
+    with torch.no_grad(): out = model(st.batch.input_ids, masked_indices=st.noise_mask, attention_mask=st.batch.attention_mask)
+    return torch.cat([out.logits.flatten(), out.causal_logits.flatten()])
+
+
+def test_hybrid_flex_training_forward(no_dense_masks):
+    sdpa, flex = pair(HybridDiffusionLM, block_size=4, mask_token_id=MASK_ID)
+    check_same(get_strategy('hybrid', mask_token_id=MASK_ID, block_size=4), sdpa, flex, no_dense_masks, logits=hybrid_logits)
 
 
 def test_idlm_flex_training_forward(no_dense_masks):

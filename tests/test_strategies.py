@@ -67,3 +67,94 @@ def test_counts_do_not_depend_on_the_split(mode):
         return int(c.diffusion), int(c.ar)
     assert counts([0, B]) == counts([0, 1, 4, B]) == counts([0, 3, B])
     assert counts([0, B])[0] > 0
+
+
+# --- hybrid (08c_hybrid): the model the strategy trains, and its sampler -------------------------------------------
+from dllm_nb.hybrid import HybridDiffusionLM, HybridOutput, generate_hybrid, generate_hybrid_ar, hybrid_mask_mod  # noqa: E402
+import dllm_nb.hybrid as hybrid_mod  # noqa: E402
+from dllm_nb.models import build_backbone, tiny_config  # noqa: E402
+
+V, MASK = 64, 63
+
+
+def tiny_hybrid(cls=HybridDiffusionLM, block_size=4):
+    torch.manual_seed(0)
+    return cls(build_backbone(tiny_config('llama', vocab_size=V, hidden_size=32, num_layers=2)), block_size=block_size,
+               mask_token_id=MASK).eval()
+
+
+def hybrid_batch(B=3, L=14):
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, 60, (B, L), generator=g)
+    am = torch.ones(B, L, dtype=torch.long); am[1, 10:] = 0
+    return ids, am, torch.rand(B, L, generator=g) < 0.5
+
+
+def test_hybrid_ar_logits_are_a_plain_causal_pass():
+    m, (ids, am, noise) = tiny_hybrid(), hybrid_batch()
+    out = m(ids, masked_indices=noise, attention_mask=am)
+    plain = m.backbone(input_ids=ids, attention_mask=am).logits            # HF's causal pass on the clean tokens
+    v = am.bool()
+    err = (out.causal_logits - plain)[v].abs().max().item()
+    assert err < 1e-5, f"the clean copy's logits differ from a plain causal pass by {err}: its mask must be token-causal"
+    assert (m.causal_logits(ids, am) - plain)[v].abs().max().item() < 1e-5
+
+
+def diffusion_leaks(model, ids, noise, am, b=4):
+    "(q, j): changing clean token j moves the diffusion logits of masked q though j is masked in q's block or in a later one."
+    base, found = model(ids, masked_indices=noise, attention_mask=am).logits, []
+    for j in range(ids.shape[1]):
+        x = ids.clone(); x[0, j] = (x[0, j] + 1) % 60
+        lg = model(x, masked_indices=noise, attention_mask=am).logits
+        hidden = lambda q: (noise[0, j] and j // b == q // b) or j // b > q // b
+        found += [(q, j) for q in range(ids.shape[1]) if noise[0, q] and hidden(q)
+                  and not torch.allclose(lg[0, q], base[0, q], atol=1e-6)]
+    return found, base
+
+
+class LeakyHybrid(HybridDiffusionLM):
+    "Wrong on purpose: noisy block k also reads clean block k."
+    @staticmethod
+    def mask_mod(L, b, am):
+        good = hybrid_mask_mod(L, b, am)
+        return lambda bi, h, q, kv: good(bi, h, q, kv) | ((q < L) & (kv >= L) & ((kv - L) // b == q // b))
+
+
+def test_hybrid_diffusion_logits_never_see_what_they_predict():
+    m, (ids, am, noise) = tiny_hybrid(), hybrid_batch()
+    found, base = diffusion_leaks(m, ids, noise, am)
+    assert not found, f"diffusion logits at masked positions depend on hidden clean tokens (query, key): {found[:8]}"
+    q = next(i for i in range(4, ids.shape[1]) if noise[0, i])
+    x = ids.clone(); x[0, q // 4 * 4 - 1] += 1                              # positive control: the previous block
+    assert not torch.allclose(m(x, masked_indices=noise, attention_mask=am).logits[0, q], base[0, q]), \
+        "the diffusion logits ignore the clean previous block: the noisy copy must attend to earlier clean blocks"
+    leaky, _ = diffusion_leaks(LeakyHybrid(m.backbone, 4, MASK).eval(), ids, noise, am)
+    assert leaky, "the leak check did not catch a noisy copy that reads its own clean block"
+
+
+class OracleDrafts(HybridDiffusionLM):
+    "Drafts from a known continuation (row found by its first token), positions 3, 10, 17, ... wrong."
+    table: dict = {}
+    def forward(self, input_ids, *, masked_indices, attention_mask=None):
+        out = super().forward(input_ids, masked_indices=masked_indices, attention_mask=attention_mask)
+        logits = torch.full_like(out.logits, -10.)
+        for r in range(len(input_ids)):
+            full = self.table[int(input_ids[r, 0])]
+            for p in range(min(input_ids.shape[1], len(full))): logits[r, p, full[p] if p % 7 != 3 else (full[p] + 1) % V] = 10.
+        return HybridOutput(logits, causal_logits=out.causal_logits)
+
+
+@pytest.mark.parametrize('block_size', [1, 4, 5])
+def test_hybrid_sampler_is_lossless_wrt_its_ar_head(block_size, monkeypatch):
+    prompts = [[1, 7, 9], [2, 5, 8, 11, 13, 4, 6], [3, 9], [4, 12, 30, 31, 32]]
+    m = tiny_hybrid(OracleDrafts, block_size)
+    ref = generate_hybrid_ar(m, prompts, 21, chat=False)
+    OracleDrafts.table = {p[0]: p + g for p, g in zip(prompts, ref.sequences)}
+    out = generate_hybrid(m, prompts, 21, chat=False)
+    assert out.sequences == ref.sequences, "self-speculative output differs from greedy decoding with the AR head"
+    if block_size > 1: assert out.nfe < ref.nfe, f"{out.nfe} calls for {ref.nfe} tokens: accepted drafts should save calls"
+    eos = generate_hybrid(tiny_hybrid(), prompts, 9, chat=False, eos_token_id=ref.sequences[0][2])
+    assert all(len(s) <= 9 for s in eos.sequences) and len(eos.sequences[0]) <= 2
+    monkeypatch.setattr(hybrid_mod, 'accepted_length', lambda d, v: len(d))   # control: accept without verifying
+    if block_size > 1:
+        assert generate_hybrid(m, prompts, 21, chat=False).sequences != ref.sequences, "the lossless check cannot fail"
