@@ -22,7 +22,7 @@ from .window import build_response_window
 from fastcore.basics import patch
 
 # %% auto 0
-__all__ = ['TASK_TEMPLATE', 'pair_batch', 'ar_loglikelihood', 'block_diffusion_nll', 'DLLMEvalLM', 'cut_at_stop',
+__all__ = ['TASK_TEMPLATE', 'pair_batch', 'ar_loglikelihood', 'block_diffusion_nll', 'register_once', 'DLLMEvalLM', 'cut_at_stop',
            'harness_generate_until', 'harness_loglikelihood', 'harness_loglikelihood_rolling', 'write_tasks', 'main']
 
 # %% ../nbs/13a_harness.ipynb
@@ -72,7 +72,16 @@ def block_diffusion_nll(model: BlockDiffusionLM, input_ids: Tensor, loss_mask: T
 # %% ../nbs/13a_harness.ipynb
 def _flag(v) -> bool: return v if isinstance(v, bool) else str(v).lower() in ('1', 'true', 'yes')
 
-@register_model('dllm_nb')
+def register_once(name: str):
+    "lm-eval's `register_model`, tolerant of a second definition in one process (a notebook run, then the module imported)."
+    def deco(cls):
+        try: return register_model(name)(cls)
+        except ValueError as e:
+            if 'already registered' not in str(e): raise
+            return cls
+    return deco
+
+@register_once('dllm_nb')
 class DLLMEvalLM(LM):
     "lm-eval model for a dllm_nb checkpoint: `--model dllm_nb --model_args checkpoint=DIR[,threshold=0.9,...] --batch_size 16`."
     def __init__(self, checkpoint: str, batch_size: Union[int, str] = 16, device: str = 'cpu', max_gen_toks: Optional[int] = None,
