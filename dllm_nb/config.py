@@ -87,6 +87,7 @@ class BlockDiffusionConfig:
     block_size: int = 4                     # block_diffusion: canvas block = collator fill = sampler block length; 1 = autoregressive
     sliding_window: Optional[int] = None    # block_diffusion: encoder keys visible before each block start; None = all
     encoder_loss_weight: float = 1.0        # block_diffusion: weight of the encoder's next-token loss
+    encoder_loss_tokens: Literal['all', 'response'] = 'all'  # block_diffusion: that loss on every content pair (reference) or the response only
     scored_blocks: Literal['one', 'all'] = 'all'  # block_diffusion: canvas blocks the loss scores per example ('one' = reference)
     self_conditioning: bool = True          # block_diffusion: feed pass-1 predictions back into pass 2
     self_cond_prob: float = 0.5             # block_diffusion: probability that an example is self-conditioned in a training step

@@ -165,6 +165,7 @@ class BlockDiffusionSettings:
     self_conditioning: bool = True          # flip per-example self-conditioning coins (the model must have the module)
     self_cond_prob: float = 0.5             # probability that an example is self-conditioned in a training step
     encoder_loss_weight: float = 1.0        # weight of the encoder's next-token loss (0 = no AR co-loss)
+    encoder_loss_tokens: str = 'all'        # pairs that loss scores: 'all' content pairs (reference) or 'response' (= ar mode's)
     scored_blocks: str = 'one'              # 'one' scored block per example (the reference) or 'all'
     pad_token_id: int = 0                   # canvas fill past each response
     corruption: str = 'random'              # 'random' vocabulary tokens (the reference) or the 'mask' token (scores masked tokens only)
@@ -174,6 +175,8 @@ class BlockDiffusionSettings:
         if self.corruption not in ('random', 'mask'): raise ValueError(f"corruption={self.corruption!r}; use 'random' or 'mask'.")
         if self.corruption == 'mask': need_mask(self.mask_token_id, 'block_diffusion with corruption=mask')
         if self.scored_blocks not in SCORED_BLOCKS: raise ValueError(f"scored_blocks={self.scored_blocks!r}; use one of {SCORED_BLOCKS}")
+        if self.encoder_loss_tokens not in ('all', 'response'):
+            raise ValueError(f"encoder_loss_tokens={self.encoder_loss_tokens!r}; use 'all' or 'response'.")
         _check_t(self.t_sampling)
     @classmethod
     def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict:
@@ -181,6 +184,7 @@ class BlockDiffusionSettings:
         return dict(vocab_size=vocab_size, eps=d.eps, t_sampling=d.t_sampling, block_size=b.block_size,
                     sliding_window=b.sliding_window, pad_token_id=pad_token_id, self_conditioning=b.self_conditioning,
                     self_cond_prob=b.self_cond_prob, encoder_loss_weight=b.encoder_loss_weight, scored_blocks=b.scored_blocks,
+                    encoder_loss_tokens=b.encoder_loss_tokens,
                     corruption=b.corruption, mask_token_id=mask_token_id if b.corruption == 'mask' else None)
 
 class BlockDiffusionStrategy:
@@ -211,14 +215,18 @@ class BlockDiffusionStrategy:
     def denominators(self, stages: list[Windowed]) -> Counts:
         "Scored canvas tokens (the final window loss mask), and valid encoder next-token pairs."
         return Counts(sum(count_tokens(s.window.loss_mask) for s in stages),
-                      sum(ar_pair_count(s.batch.attention_mask) for s in stages))
+                      sum(count_tokens(self.encoder_pairs(s.batch)) for s in stages))
+
+    def encoder_pairs(self, b: Batch) -> Tensor:
+        "The encoder's scored next-token pairs: every content pair, or (`encoder_loss_tokens='response'`) supervised targets only."
+        return ar_pair_mask(b.attention_mask, b.loss_mask if self.settings.encoder_loss_tokens == 'response' else None)
 
     def loss(self, model, stage: Windowed, counts: Counts) -> LossParts:
         w, b, wt = stage.window, stage.batch, self.settings.encoder_loss_weight
         out = model(**stage.model_inputs())
         return block_diffusion_loss(out.logits, w.target_ids, w.loss_mask, counts.diffusion,
                                     enc_logits=out.encoder_logits if wt else None, enc_input_ids=b.input_ids,
-                                    enc_pair_mask=ar_pair_mask(b.attention_mask), num_ar=counts.ar, encoder_loss_weight=wt)
+                                    enc_pair_mask=self.encoder_pairs(b), num_ar=counts.ar, encoder_loss_weight=wt)
 
 # %% ../nbs/08_strategies.ipynb
 @dataclass(frozen=True)

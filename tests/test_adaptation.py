@@ -1,0 +1,38 @@
+"""Options of block-diffusion adaptation from a pretrained causal LM (issue 22): the encoder's next-token loss on the
+response only (the `ar` mode's pairs), and the verified sampler on a shifted model."""
+import pytest
+import torch
+
+from dllm_nb.config import load_config
+from dllm_nb.stages import Batch
+from dllm_nb.strategies import get_strategy, settings_from_config
+
+
+def _batch():
+    g = torch.Generator().manual_seed(0)
+    B, L = 4, 20
+    ids = torch.randint(6, 64, (B, L), generator=g)
+    am = (torch.arange(L)[None] < torch.tensor([20, 17, 12, 15])[:, None]).long()
+    lm = am * (torch.arange(L)[None] >= 6)
+    return Batch.from_collated(dict(input_ids=ids, loss_mask=lm, attention_mask=am), torch.arange(B) + 1, range(B), B)
+
+
+def _strategy(mode, *over):
+    cfg = load_config(None, [f'dllm.mode={mode}', *over])
+    return get_strategy(mode, **settings_from_config(cfg, mask_token_id=5, vocab_size=64, pad_token_id=0))
+
+
+@pytest.mark.parametrize('tokens', ['all', 'response'])
+def test_encoder_loss_tokens_counts(tokens):
+    b = _batch()
+    bd = _strategy('block_diffusion', f'block_diffusion.encoder_loss_tokens={tokens}', 'block_diffusion.self_conditioning=false')
+    n_bd = int(bd.denominators([bd.prepare(b)]).ar)
+    ar = _strategy('ar')
+    n_ar = int(ar.denominators([ar.prepare(b)]).ar)
+    n_all = int((b.attention_mask[:, 1:] & b.attention_mask[:, :-1]).sum())
+    assert n_bd == (n_ar if tokens == 'response' else n_all) and n_ar < n_all
+
+
+def test_encoder_loss_tokens_is_checked():
+    with pytest.raises(Exception, match='encoder_loss_tokens'):
+        _strategy('block_diffusion', 'block_diffusion.encoder_loss_tokens=prompt')
