@@ -20,13 +20,12 @@ from .collate import DLLMCollator
 from .config import ConfigError, mode_block_size, save_config
 from .core import sample_seed, sample_seeds, stream_seed
 from .data import DataError, load_sft_dataset, load_tokenizer
-from .dflash import build_dflash_model
 from .distributed import (DistInfo, GlobalBatchSampler, all_reduce_sum, clip_grad_norm_, set_grad_sync, step_loader,
                                  wrap_model)
-from .hybrid import HybridDiffusionLM
-from .idlm import IntrospectiveDiffusionLM
 from .metrics import MetricsLogger, memory_mb, plot_metrics, read_metrics, trim_metrics
-from .models import BlockDiffusionLM, CausalLM, MaskedDiffusionLM, add_mask_token, autocast_context, build_backbone, tiny_config
+from .models import autocast_context, build_backbone, tiny_config
+from .modes import get_mode
+from .strategies import make_settings
 from .stages import Batch, Counts
 
 logger = logging.getLogger(__name__)
@@ -105,8 +104,8 @@ def validate(model, strategy, batches: list[Batch], all_reduce: Callable = all_r
 # %% ../nbs/09_trainer.ipynb
 def build_model(cfg, tokenizer, verbose: bool = True):
     "`(model, mask_token_id)` for `cfg` (a `dllm_nb.config.Config`): backbone + mode wrapper, fp32 (master) weights."
-    m, d = cfg.model, cfg.dllm
-    if d.mode == 'dflash': return build_dflash_model(cfg, tokenizer)
+    m, mode = cfg.model, get_mode(cfg.dllm.mode)
+    if mode.own_backbone: return mode.build(cfg, tokenizer, None, verbose)   # e.g. dflash: a drafter over a frozen target
     if m.path is None:
         conf = tiny_config(m.arch, vocab_size=m.vocab_size or len(tokenizer), hidden_size=m.hidden_size,
                            num_layers=m.num_layers, num_heads=m.num_heads, num_kv_heads=m.num_kv_heads,
@@ -128,42 +127,20 @@ def with_lora(model, m, base_rows: int):
     except ValueError as e: raise ConfigError([str(e)]) from None
 
 def mode_wrapper(cfg, tokenizer, backbone, verbose: bool = True):
-    "`(wrapper, mask_token_id)`: the mode's model around `backbone` (a mask token added where the mode corrupts with one)."
-    d = cfg.dllm
-    if d.mode == 'ar': return CausalLM(backbone), None                 # the baseline: the backbone as it is
-    b = cfg.block_diffusion
-    if d.mode == 'block_diffusion' and b.corruption == 'random':      # random-token noise: no mask token, no resize
-        return BlockDiffusionLM(backbone, b.self_conditioning, shift_logits=b.shift_logits, block_size=b.block_size), None
-    n_vocab = len(tokenizer)
-    mask_id = add_mask_token(backbone, tokenizer, d.mask_token)
-    if verbose and int(os.environ.get('RANK', 0)) == 0:
-        how = f'added (vocabulary {n_vocab} -> {len(tokenizer)})' if len(tokenizer) > n_vocab else 'already in the vocabulary'
-        print(f'mask token {d.mask_token!r} = id {mask_id}, {how}')
-    if d.mode == 'block_diffusion':
-        return BlockDiffusionLM(backbone, b.self_conditioning, shift_logits=b.shift_logits, block_size=b.block_size,
-                                mask_token_id=mask_id), mask_id
-    if d.mode == 'idlm':
-        return IntrospectiveDiffusionLM(backbone, block_size=cfg.idlm.block_size), mask_id
-    if d.mode == 'hybrid':                                           # clean copy causal, noisy copy block-wise (08c_hybrid)
-        return HybridDiffusionLM(backbone, block_size=cfg.hybrid.block_size, mask_token_id=mask_id), mask_id
-    shift = d.mode == 'mdlm' and cfg.mdlm.shift_logits                  # Dream's shift: an mdlm setting
-    return MaskedDiffusionLM(backbone, supervise_padding=d.supervise_padding, shift_logits=shift), mask_id
+    "`(wrapper, mask_token_id)`: the mode's model around `backbone` (its registered `build`; a mask token added where it corrupts with one)."
+    return get_mode(cfg.dllm.mode).build(cfg, tokenizer, backbone, verbose)
 
 def build_strategy(cfg, tokenizer, mask_token_id, vocab_size: int):
-    "The `dllm_nb.strategies` strategy for `cfg.dllm.mode`, built from its typed settings (`settings_from_config`)."
-    from dllm_nb.strategies import get_strategy, settings_from_config
-    import dllm_nb.idlm, dllm_nb.dflash   # register the 'idlm' and 'dflash' strategies
-    return get_strategy(cfg.dllm.mode, **settings_from_config(cfg, mask_token_id, vocab_size, tokenizer.pad_token_id))
+    "The registered mode's strategy, built from its settings (its config section plus the runtime ids: `Settings.from_config`)."
+    mode = get_mode(cfg.dllm.mode)
+    S = mode.Strategy.Settings
+    return mode.Strategy(make_settings(S, mode.name, S.from_config(cfg, mask_token_id, vocab_size, tokenizer.pad_token_id)))
 
 # %% ../nbs/09_trainer.ipynb
 def build_collator(cfg, tokenizer):
-    "The `DLLMCollator` for the mode: block fill for hybrid/block_diffusion, response window for block_diffusion."
-    d = cfg.dllm
-    return DLLMCollator(tokenizer.pad_token_id, tokenizer.eos_token_id,
-                        block_size=mode_block_size(cfg) if d.mode in ('hybrid', 'block_diffusion') else None,
-                        pad_seq_len_divisible=cfg.data.pad_seq_len_divisible, supervise_padding=d.supervise_padding,
-                        response_window=d.mode == 'block_diffusion',
-                        response_canvas=d.response_canvas if d.mode in ('mdlm', 'hybrid') else None)
+    "The `DLLMCollator` for the mode: its registered `collate(cfg)` options (block fill, response window, response canvas)."
+    return DLLMCollator(tokenizer.pad_token_id, tokenizer.eos_token_id, pad_seq_len_divisible=cfg.data.pad_seq_len_divisible,
+                        supervise_padding=cfg.dllm.supervise_padding, **get_mode(cfg.dllm.mode).collate(cfg))
 
 def load_data(cfg) -> tuple:
     "`(tokenizer, train, validation)`: what `Trainer` needs before any model (the CLI loads it before the process group forms)."
