@@ -254,6 +254,7 @@ def _set(cfg: Config, key: str, value, problems: list) -> None:
     if key not in keys: return problems.append(f"unknown key {key!r}{_suggest(key, list(keys))}")
     try: value = parse_value(value, keys[key], key)
     except ValueError as e: return problems.append(str(e))
+    if key == 'dllm.mode' and value not in MODES: return problems.append(f"dllm.mode={value!r} is not one of {mode_names()}")
     *path, leaf = key.split('.')
     obj = cfg
     for p in path: obj = getattr(obj, p)
