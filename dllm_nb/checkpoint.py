@@ -74,6 +74,7 @@ def _join_tensors(tree, tensors: dict):
 _OLD_SECTION_NAMES = dict(mdlm='MDLMConfig', hybrid='HybridConfig', block_diffusion='BlockDiffusionConfig', idlm='IDLMConfig',
                           dflash='DFlashConfig')     # where checkpoints pickled the mode sections before they moved to their modes
 _CONFIG_CLASSES = ([c for c in vars(_config).values() if isinstance(c, type) and dataclasses.is_dataclass(c)]
+                   + list(mode_sections().values())                  # a pickled Config holds its mode sections
                    + [(S, f'dllm_nb.config.{_OLD_SECTION_NAMES[n]}') for n, S in mode_sections().items() if n in _OLD_SECTION_NAMES])
 
 def write_trainer_state(ckpt: str | Path, state: dict) -> None:
