@@ -32,6 +32,6 @@ def _collate(cfg) -> dict:
 
 BLOCK_DIFFUSION = register_mode(Mode(
     'block_diffusion', BlockDiffusionSettings, BlockDiffusionStrategy, build_block_diffusion, sample_block_diffusion,
-    model_classes=(BlockDiffusionLM,), collate=_collate, sampler_options=('threshold',),
+    model_classes=(BlockDiffusionLM,), collate=_collate, sampler_options=('steps_per_block', 'threshold'),
     final_record=lambda cfg: dict(self_conditioning=cfg.block_diffusion.self_conditioning),
     card_note="its causal encoder was trained with a next-token loss, so plain `generate` also works left to right"))

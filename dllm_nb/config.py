@@ -20,7 +20,7 @@ logger = logging.getLogger(__name__)
 
 # %% auto 0
 __all__ = ['logger', 'MOVED_KEYS', 'LoRAConfig', 'ModelConfig', 'DataConfig', 'DLLMConfig', 'TrainConfig', 'Config',
-           'mode_block_size', 'ConfigError', 'parse_value', 'config_keys', 'config_help', 'moved_key',
+           'mode_block_size', 'ConfigError', 'parse_value', 'config_keys', 'config_help', 'moved_key', 'renamed_key',
            'validate_config', 'preset_dirs', 'preset_names', 'load_config', 'config_to_dict', 'save_config',
            'migrate_config', 'saved_config']
 
@@ -232,13 +232,20 @@ def moved_key(key: str, mode: str) -> Optional[str]:
     "Where an old flat key lives now for a run in `mode` (`dllm.ar_loss_weight` -> `mdlm.ar_loss_weight`), else None."
     sec, _, leaf = key.partition('.')
     if sec != 'dllm' or leaf not in MOVED_KEYS: return None
-    return f"{MOVED_KEYS[leaf] or (mode if mode in mode_sections() else DLLMConfig.mode)}.{leaf}"
+    new = f"{MOVED_KEYS[leaf] or (mode if mode in mode_sections() else DLLMConfig.mode)}.{leaf}"
+    return (renamed_key(new) or (new,))[0]                              # renamed since it moved: its name now
 
 def _moved_problem(key: str, value, mode: str) -> str:
     new = moved_key(key, mode); sec = new.split('.')[0]
     fix = (f"write {new}={value}" if sec == mode else
            f"only dllm.mode={sec} reads it and the mode is {mode!r}: remove it, or set dllm.mode={sec} and {new}={value}")
     return f"{key} moved to {new} (each mode's settings are in its own section): {fix}"
+
+def renamed_key(key: str) -> Optional[tuple[str, str]]:
+    "`(new key, why)` when `key` is a mode-section key its mode renamed (`hybrid.ar_loss_alpha`), else None."
+    sec, _, leaf = key.partition('.')
+    new = MODES[sec].renamed.get(leaf) if sec in MODES else None
+    return (f'{sec}.{new[0]}', new[1]) if new else None
 
 def _finish(problems: list, cfg: Config) -> list[str]:
     "Moved-key problems are worded once the run's final `dllm.mode` is known (it may be set after them)."
@@ -247,6 +254,7 @@ def _finish(problems: list, cfg: Config) -> list[str]:
 def _set(cfg: Config, key: str, value, problems: list) -> None:
     keys = config_keys()
     if moved_key(key, cfg.dllm.mode): return problems.append((key, value))     # worded by `_finish`
+    if new := renamed_key(key): return problems.append(f"{key} is now {new[0]} ({new[1]}): write {new[0]}={value}")
     sections = {k.split('.')[0] for k in keys if '.' in k}
     if key in sections:
         example = next(k for k in keys if k.startswith(key + '.'))
@@ -438,6 +446,10 @@ def migrate_config(d: dict) -> tuple[dict, list[str]]:
         sec, k = new.split('.')
         if sec == mode and k not in (d.get(sec) or {}): d[sec] = {**(d.get(sec) or {}), k: v}; notes.append(f"dllm.{leaf} -> {new}")
         else: notes.append(f"dllm.{leaf}={v!r} dropped (dllm.mode={mode} did not read it)")
+    for sec in [s for s in d if isinstance(d[s], dict)]:                  # keys a mode renamed since
+        for leaf in [k for k in d[sec] if renamed_key(f'{sec}.{k}')]:
+            new = renamed_key(f'{sec}.{leaf}')[0]
+            d[sec][new.split('.')[1]] = d[sec].pop(leaf); notes.append(f"{sec}.{leaf} -> {new}")
     return d, notes
 
 def _as_dict(obj) -> dict:
@@ -451,7 +463,7 @@ def saved_config(saved, strict: bool = True) -> Config:
     d = (yaml.safe_load(Path(saved).read_text()) or {}) if isinstance(saved, (str, Path)) else \
         saved if isinstance(saved, dict) else _as_dict(saved)
     d, notes = migrate_config(d)
-    if notes: logger.warning(f"{src} has the flat dllm.* layout of before per-mode sections; read as: {'; '.join(notes)}")
+    if notes: logger.warning(f"{src} has keys of an older layout (flat dllm.*, or renamed since); read as: {'; '.join(notes)}")
     cfg, problems = Config(), []
     for k, v in _flatten(d): _set(cfg, k, v, problems)
     if problems and strict: raise ConfigError([f"{src}: {q}" for q in _finish(problems, cfg)])

@@ -114,13 +114,23 @@ def at_least_float(lo: float, hi: float = math.inf) -> Callable[[str], float]:
         return v
     return parse
 
+def _steps_problem(args, mode) -> Optional[str]:
+    "`--steps` (a total) and `--steps-per-block` each apply to the modes whose sampler takes it; the old meaning is named."
+    for flag, name in (('--steps', 'steps'), ('--steps-per-block', 'steps_per_block')):
+        if getattr(args, name) is None or name in mode.sampler_options: continue
+        if name == 'steps' and 'steps_per_block' in mode.sampler_options:
+            return (f"--steps is the total number of denoising steps; for this {mode.name} checkpoint (steps per block, "
+                    f"what --steps meant for it before) write --steps-per-block {args.steps}")
+        return f"{flag} does not apply to a {mode.name} checkpoint (its sampler takes: {', '.join(mode.sampler_options) or 'no options'})"
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog='python -m dllm_nb.generate', description='Sample from a dllm_nb checkpoint.')
     ap.add_argument('--checkpoint', required=True, help="a run's final/ or ckpt-NNNNNNN/ folder, or one written by save_pretrained")
     ap.add_argument('--prompt', action='append', help='a prompt (repeatable)')
     ap.add_argument('--prompts-file', help='text file, one prompt per line')
     ap.add_argument('--max-new-tokens', type=at_least(1), default=None, help="tokens per prompt; default: the checkpoint's, else 48")
-    ap.add_argument('--steps', type=at_least(1), default=None, help='MDLM: total steps; block diffusion: steps per block')
+    ap.add_argument('--steps', type=at_least(1), default=None, help='total denoising steps (mdlm; default: one per token)')
+    ap.add_argument('--steps-per-block', type=at_least(1), default=None, help='denoising steps per block (block_diffusion; default: the block size)')
     ap.add_argument('--block-size', type=at_least(1), default=None, help='default: the training block size (else 8 / 4)')
     ap.add_argument('--temperature', type=at_least_float(0), default=0.0, help='0 = greedy')
     ap.add_argument('--threshold', type=at_least_float(0, 1), default=None, help='confidence threshold (parallel decoding; both samplers)')
@@ -148,13 +158,16 @@ def main(argv: Optional[list[str]] = None) -> int:
         if os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0'): raise
         print(f'error: {load_error(args.checkpoint, e)}', file=sys.stderr); return 2
     kw = dict(temperature=args.temperature, chat=not args.raw)
-    options = mode_of_model(model).sampler_options                    # the optional arguments its sampler takes
+    mode = mode_of_model(model)
+    options = mode.sampler_options                                     # the optional arguments its sampler takes
     kw.update({k: getattr(args, k) for k in ('threshold', 'remasking') if k in options})
+    if problem := _steps_problem(args, mode): print(f'error: {problem}', file=sys.stderr); return 2
+    steps = args.steps or args.steps_per_block
     block_size = args.block_size or saved_block_size(args.checkpoint)
     starts = range(0, len(prompts), args.batch_size)
     for s in progress_bar(starts, len(starts) > 1, 'batches'):
         batch = prompts[s:s + args.batch_size]
-        out = generate(model, batch, tok, max_new, args.steps, block_size, seeds=args.seed + s, **kw)
+        out = generate(model, batch, tok, max_new, steps, block_size, seeds=args.seed + s, **kw)
         for p, ids in zip(batch, out.sequences): print(f"{p} -> {tok.decode(ids)}", flush=True)
     return 0
 

@@ -41,6 +41,7 @@ class Mode:
     sampler_options: tuple = ()             # optional sampler arguments of the generate CLI it accepts
     own_backbone: bool = False              # builds its own model from the config (build gets backbone=None)
     exact_match: bool = True                # the built-in tasks' exact-match report after training applies
+    renamed: dict = field(default_factory=dict)   # old key of its section -> (new key, why): a config error, a saved run migrated
     card_title: str = 'A diffusion LM'      # what its final/ model card says the checkpoint is
     card_note: str = ''                     # how the final/ backbone relates to plain `transformers` generate (model card)
 

@@ -136,14 +136,14 @@ class HybridSettings:
     "Settings of `hybrid` = its config section `hybrid:`; the `RUNTIME` fields come from `dllm.*` and the tokenizer."
     block_size: Optional[int] = 4           # hybrid: masking block = collator fill = sampler block length; 1 = autoregressive (None: uniform masking, outside a config)
     half_life_ratio: float = 0.25           # hybrid: late-position bias of blockwise masking, as a fraction of the block
-    ar_loss_alpha: float = 1.0              # hybrid: weight of the DIFFUSION term, loss = α·D + AR (the reference's meaning)
+    diffusion_weight: float = 1.0           # hybrid: weight of the diffusion term, loss = w·D + AR (the reference's ar_loss_alpha)
     mask_token_id: Optional[int] = field(default=None, metadata=RUNTIME)   # id that replaces a corrupted token (required)
     eps: float = field(default=1e-3, metadata=RUNTIME)   # smallest corruption level (dllm.eps)
     t_sampling: str = field(default='iid', metadata=RUNTIME)   # how t is drawn when block_size is None (dllm.t_sampling)
     def problems(self, cfg=None) -> list[str]:
         "What is wrong: with `cfg`, as config keys (`hybrid.*`); without, also the runtime values a strategy needs."
         p = [] if (self.block_size is None and cfg is None) or (self.block_size or 0) >= 1 else [f"hybrid.block_size={self.block_size} must be >= 1"]
-        p += at_least('hybrid', self, dict(ar_loss_alpha=0))
+        p += at_least('hybrid', self, dict(diffusion_weight=0))
         if self.half_life_ratio <= 0: p.append(f"hybrid.half_life_ratio={self.half_life_ratio} must be > 0")
         return p + (mask_token_problems(cfg, 'hybrid') if cfg is not None else need_mask(self.mask_token_id, 'hybrid') + runtime_problems(self))
     @classmethod
@@ -152,7 +152,7 @@ class HybridSettings:
         return dict(section_values(cfg.hybrid), mask_token_id=mask_token_id, eps=cfg.dllm.eps, t_sampling=cfg.dllm.t_sampling)
 
 class HybridStrategy:
-    "Blockwise late-biased masking (uniform when `block_size=None`) for a `HybridDiffusionLM`; loss = `ar_loss_alpha` * D + AR."
+    "Blockwise late-biased masking (uniform when `block_size=None`) for a `HybridDiffusionLM`; loss = `diffusion_weight` * D + AR."
     name, Settings = 'hybrid', HybridSettings
     def __init__(self, settings: HybridSettings): self.settings = settings
 
@@ -173,7 +173,7 @@ class HybridStrategy:
         b = stage.batch
         out = model(input_ids=b.input_ids, masked_indices=stage.noise_mask, attention_mask=b.attention_mask)
         return hybrid_loss(out.logits, b.input_ids, stage.noise_mask, b.loss_mask, stage.p_mask, counts.diffusion, counts.ar,
-                           self.settings.ar_loss_alpha, ar_logits=out.causal_logits)
+                           self.settings.diffusion_weight, ar_logits=out.causal_logits)
 
 # %% ../nbs/08_strategies.ipynb
 @dataclass
