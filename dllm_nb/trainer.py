@@ -5,7 +5,7 @@
 # %% ../nbs/09_trainer.ipynb 2
 # ~380 lines (over ~300): the config builders live here until they have a better home than the trainer that uses them
 from __future__ import annotations
-import contextlib, importlib.util, logging, math, os, re, shutil, signal, threading, time, warnings
+import contextlib, dataclasses, importlib.util, logging, math, os, re, shutil, signal, threading, time, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -22,7 +22,7 @@ from .core import sample_seed, sample_seeds, stream_seed
 from .data import DataError, load_sft_dataset, load_tokenizer
 from .distributed import (DistInfo, GlobalBatchSampler, all_reduce_sum, clip_grad_norm_, set_grad_sync, step_loader,
                                  wrap_model)
-from .metrics import MetricsLogger, memory_mb, plot_metrics, read_metrics, trim_metrics
+from .metrics import MetricsLogger, StepRecord, memory_mb, plot_metrics, read_metrics, trim_metrics
 from .models import autocast_context, build_backbone, tiny_config
 from .modes import get_mode
 from .strategies import make_settings
@@ -304,9 +304,11 @@ def maybe_resume(self: Trainer) -> int:
 
 @patch
 def train_loader(self: Trainer, start: int, stop: int):
-    "Steps `start..stop-1` of this rank's micro-batches, collated by `data.num_workers` processes (pinned on a GPU)."
-    return step_loader(self.sampler, self.train_ds, self.collator, start, stop, self.num_workers,
-                       pin_memory=self.dist.device.type == 'cuda')
+    "Steps `start..stop-1` of this rank's micro-batches (`data.num_workers` collate); each hand-out advances the sampler past its step."
+    for mbs in step_loader(self.sampler, self.train_ds, self.collator, start, stop, self.num_workers,
+                           pin_memory=self.dist.device.type == 'cuda'):
+        self.sampler.step = mbs[0].step + 1
+        yield mbs
 
 # %% ../nbs/09_trainer.ipynb
 class NonFiniteError(RuntimeError):
@@ -340,7 +342,7 @@ class DeferredInterrupt:
 
 # %% ../nbs/09_trainer.ipynb
 @patch
-def fit(self: Trainer, stop_at: int | None = None) -> list[dict]:
+def fit(self: Trainer, stop_at: int | None = None) -> list[StepRecord]:
     "Train to `max_steps` (resuming if asked; `stop_at` ends early, as a kill would) holding the folder's lock; this run's records."
     mine = self.dist.is_main and not holds_lock(self.run_dir)          # the CLI took it already, before any setup
     if mine and (busy := lock_run_dir(self.run_dir)): raise ConfigError([busy])
@@ -349,7 +351,7 @@ def fit(self: Trainer, stop_at: int | None = None) -> list[dict]:
         if mine: unlock_run_dir(self.run_dir)
 
 @patch
-def _fit(self: Trainer, stop_at: int | None = None) -> list[dict]:
+def _fit(self: Trainer, stop_at: int | None = None) -> list[StepRecord]:
     t, start = self.cfg.train, self.maybe_resume()                    # a refused resume raises before any file is written
     val = self.val_batches()
     self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -360,17 +362,17 @@ def _fit(self: Trainer, stop_at: int | None = None) -> list[dict]:
     records, self._tic, bad = [], time.perf_counter(), 0               # bad: consecutive non-finite steps
     self.model.train()
     if start == 0 and t.eval_every and val:                             # the starting point of the validation curve
-        rec0 = validate(self.model, self.strategy, val)
-        self.logger.log(0, rec0, echo=None if self.quiet else bar.write); records.append(dict(step=0, **rec0))
+        rec0 = StepRecord(0, **validate(self.model, self.strategy, val))
+        self.logger.log(0, rec0, echo=None if self.quiet else bar.write); records.append(rec0)
     # under torchrun each rank gets the signal at its own moment: the ranks agree on it at every step end (one reduction)
     with DeferredInterrupt() as intr:
         try:
             for mbs in self.train_loader(start, min(t.max_steps, stop_at or t.max_steps)):
                 step = mbs[0].step
                 rec = self.fit_step(step, val, bad, bar, mbs)
-                bad = bad + 1 if rec.get('skipped') else 0
+                bad = bad + 1 if rec.skipped else 0
                 if bad >= t.max_bad_steps: raise NonFiniteError(self.diverged(step + 1, bad))
-                records.append(dict(step=step + 1, **rec)); bar.update(1)
+                records.append(rec); bar.update(1)
                 last, stop = step + 1 == t.max_steps, intr.agreed(self.dist.world_size)
                 if t.save_every and (step + 1) % t.save_every == 0 or last or stop: self.save(step + 1, bar)
                 if stop: raise Interrupted(stop)
@@ -379,26 +381,24 @@ def _fit(self: Trainer, stop_at: int | None = None) -> list[dict]:
     return records
 
 @patch
-def fit_step(self: Trainer, step: int, val, bad: int, bar, mbs: list) -> dict:
+def fit_step(self: Trainer, step: int, val, bad: int, bar, mbs: list) -> StepRecord:
     "One optimizer step on `mbs` (skipped if non-finite), validation and logging; returns the step's record."
     t = self.cfg.train
-    self.sampler.step = step + 1                                        # a checkpoint of this step resumes at the next
     cpu0 = time.process_time()
     with self.autocast():
         res = train_step(self.model, self.strategy, self.optimizer, [self.micro_batch(m) for m in mbs],
                          self.dist.world_size, t.grad_clip, scheduler=self.scheduler)
     dt, self._tic = time.perf_counter() - self._tic, time.perf_counter()  # since the previous step ended
-    rec = dict(loss=res.loss, dllm_loss=res.dllm_loss, ar_loss=res.ar_loss, grad_norm=res.grad_norm,
-               lr=self.scheduler.get_last_lr()[0], tokens_per_step=res.tokens, tps=res.tokens / dt,
-               supervised_tokens=res.supervised_tokens, mem=memory_mb(self.dist.device), mode=self.cfg.dllm.mode,
-               cpu_s=time.process_time() - cpu0)                        # this process's CPU seconds for the step
+    rec = StepRecord(step + 1, loss=res.loss, dllm_loss=res.dllm_loss, ar_loss=res.ar_loss, grad_norm=res.grad_norm,
+                     lr=self.scheduler.get_last_lr()[0], tokens_per_step=res.tokens, tps=res.tokens / dt,
+                     supervised_tokens=res.supervised_tokens, mem=memory_mb(self.dist.device), mode=self.cfg.dllm.mode,
+                     cpu_s=time.process_time() - cpu0, skipped=res.skipped)   # cpu_s: this process's CPU seconds for the step
     if res.skipped:
-        rec['skipped'] = 1
         if self.dist.is_main: bar.write(f"step {step + 1}: loss={res.loss:.4g} grad_norm={res.grad_norm:.4g} is not finite; "
                                         f"optimizer step skipped ({bad + 1} in a row, train.max_bad_steps={t.max_bad_steps})")
     if t.eval_every and val and ((step + 1) % t.eval_every == 0 or step + 1 == t.max_steps):
-        rec.update(validate(self.model, self.strategy, val))
-    if (step + 1) % t.log_every == 0 or 'val_loss' in rec or step + 1 == t.max_steps or res.skipped:
+        rec = dataclasses.replace(rec, **validate(self.model, self.strategy, val))
+    if (step + 1) % t.log_every == 0 or rec.val_loss is not None or step + 1 == t.max_steps or res.skipped:
         self.logger.log(step + 1, rec, echo=None if self.quiet else bar.write)
     return rec
 
