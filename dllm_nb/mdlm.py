@@ -36,4 +36,5 @@ def sample_mdlm(model, prompts, tokenizer=None, max_new_tokens: int = 32, steps=
 
 MDLM = register_mode(Mode('mdlm', MDLMSettings, MDLMStrategy, build_mdlm, sample_mdlm, model_classes=(MaskedDiffusionLM,),
                           collate=lambda cfg: dict(response_canvas=cfg.dllm.response_canvas),
-                          sampler_options=('steps', 'threshold', 'remasking')))
+                          sampler_options=('steps', 'threshold', 'remasking'), block_key='sampler_block_size',
+                          renamed=dict(block_size=('sampler_block_size', 'only the sampler reads it; training does not'))))

@@ -41,6 +41,7 @@ class Mode:
     sampler_options: tuple = ()             # optional sampler arguments of the generate CLI it accepts
     own_backbone: bool = False              # builds its own model from the config (build gets backbone=None)
     exact_match: bool = True                # the built-in tasks' exact-match report after training applies
+    block_key: str = 'block_size'           # its settings' key of the block it trains and samples with
     renamed: dict = field(default_factory=dict)   # old key of its section -> (new key, why): a config error, a saved run migrated
     card_title: str = 'A diffusion LM'      # what its final/ model card says the checkpoint is
     card_note: str = ''                     # how the final/ backbone relates to plain `transformers` generate (model card)
@@ -50,9 +51,9 @@ class Mode:
         return None if self.Settings is None else cfg.sections[self.name]
 
     def block_size(self, cfg) -> int:
-        "The block length it trains and samples with: its settings' `block_size` (1 when it has none: a token per step)."
+        "The block length it trains and samples with: its settings' `block_key` (1 when it has none: a token per step)."
         s = self.section(cfg)
-        return getattr(s, 'block_size', None) or 1
+        return getattr(s, self.block_key, None) or 1
 
 # %% ../nbs/06c_registry.ipynb
 MODES: dict[str, Mode] = {}

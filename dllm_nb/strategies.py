@@ -77,7 +77,7 @@ def uniform_masking(batch: Batch, mask_token_id: int, eps: float, t_sampling: st
 @dataclass
 class MDLMSettings:
     "Settings of `mdlm` = its config section `mdlm:`; the `RUNTIME` fields come from `dllm.*` and the tokenizer (`from_config`)."
-    block_size: int = 4                     # mdlm: sampler block length (semi-autoregressive blocks); training does not read it
+    sampler_block_size: int = 4             # mdlm: sampler block length (semi-autoregressive blocks); training does not read it
     ar_warmup_steps: int = 0                # mdlm: first steps train the backbone as a causal LM (0 for pretrained AR models)
     shift_logits: bool = False              # mdlm: position i predicts token i+1 (Dream), so an AR warm-up carries over
     ar_loss_weight: float = 0.0             # mdlm: weight of a causal next-token co-loss after the warm-up (0 = pure MDLM)
@@ -87,7 +87,7 @@ class MDLMSettings:
     t_sampling: str = field(default='iid', metadata=RUNTIME)   # how t is drawn across the batch (dllm.t_sampling)
     def problems(self, cfg=None) -> list[str]:
         "What is wrong: with `cfg`, as config keys (`mdlm.*`); without, also the runtime values a strategy needs."
-        p = at_least('mdlm', self, dict(block_size=1, ar_warmup_steps=0, ar_loss_weight=0))
+        p = at_least('mdlm', self, dict(sampler_block_size=1, ar_warmup_steps=0, ar_loss_weight=0))
         if not 0 <= self.suffix_mask_prob <= 1: p.append(f"mdlm.suffix_mask_prob={self.suffix_mask_prob} must be in [0, 1]")
         return p + (mask_token_problems(cfg, 'mdlm') if cfg is not None else need_mask(self.mask_token_id, 'mdlm') + runtime_problems(self))
     @classmethod
