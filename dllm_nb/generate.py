@@ -41,6 +41,7 @@ def saved_block_size(path) -> Optional[int]:
         if f.exists(): return mode_block_size(saved_config(f))      # the run's mode's own block (old layouts migrated)
     return None
 
+# %% ../nbs/12_generate.ipynb
 def load_checkpoint(path, device=None, attn_implementation: str = 'sdpa'):
     "`(model, tokenizer)` from a `save_pretrained` folder; the model class comes from its `dllm_config.json`."
     from dllm_nb.data import load_tokenizer
@@ -82,6 +83,7 @@ def at_least(lo: int) -> Callable[[str], int]:
         return v
     return parse
 
+# %% ../nbs/12_generate.ipynb
 def load_error(path, e: BaseException) -> str:
     "One line for a checkpoint that cannot be opened (the CLIs print it after `error: `)."
     if isinstance(e, (FileNotFoundError, ValueError)) and str(e): return str(e).splitlines()[0]
@@ -105,6 +107,7 @@ def cli_device(name: Optional[str] = None) -> torch.device:
         raise ValueError(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA device(s); use --device cpu")
     return dev
 
+# %% ../nbs/12_generate.ipynb
 def at_least_float(lo: float, hi: float = math.inf) -> Callable[[str], float]:
     "An argparse `type`: a number in `[lo, hi]` (temperature, confidence threshold)."
     def parse(s: str) -> float:
@@ -123,6 +126,7 @@ def _steps_problem(args, mode) -> Optional[str]:
                     f"what --steps meant for it before) write --steps-per-block {args.steps}")
         return f"{flag} does not apply to a {mode.name} checkpoint (its sampler takes: {', '.join(mode.sampler_options) or 'no options'})"
 
+# %% ../nbs/12_generate.ipynb
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog='python -m dllm_nb.generate', description='Sample from a dllm_nb checkpoint.')
     ap.add_argument('--checkpoint', required=True, help="a run's final/ or ckpt-NNNNNNN/ folder, or one written by save_pretrained")
@@ -142,6 +146,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument('--speculative', action='store_true', help='--checkpoint is a DFlash drafter: greedy speculative decoding of its target')
     return ap
 
+# %% ../nbs/12_generate.ipynb
 def main(argv: Optional[list[str]] = None) -> int:
     "CLI: `python -m dllm_nb.generate --checkpoint DIR --prompt '...'`; prints one `prompt -> completion` per line."
     from transformers.utils import logging as hf_logging

@@ -52,6 +52,7 @@ def row_seeds(seeds: Union[int, Sequence[int], None], n: int) -> list[int]:
     if len(seeds) != n: raise ValueError(f"got {len(seeds)} seeds for {n} prompts; pass one seed per prompt.")
     return seeds
 
+# %% ../nbs/07b_sampling.ipynb
 def block_generators(gens: Sequence[torch.Generator]) -> list[torch.Generator]:
     "A fresh generator per row for one block, forked from the row's generator by exactly one draw."
     return [torch.Generator().manual_seed(int(torch.randint(2 ** 62, (1,), generator=g))) for g in gens]
@@ -107,6 +108,7 @@ class GenerationOutput:
     nfe: int                      # denoiser calls (canvas forward passes)
     trajectory: Optional[Trajectory] = None
 
+# %% ../nbs/07b_sampling.ipynb
 class _Recorder:
     "Keeps the current `[B, G]` ids/state and snapshots them after every step (when `on`)."
     def __init__(self, B: int, G: int, on: bool, device=None):
@@ -131,6 +133,7 @@ class _Recorder:
         if not self.on: return None
         return Trajectory(torch.stack([f[0] for f in self.frames]), torch.stack([f[1] for f in self.frames]))
 
+# %% ../nbs/07b_sampling.ipynb
 def cut_at_eos(row: Tensor, eos_token_id: Optional[int]) -> list[int]:
     "Generated ids up to (not including) the first EOS."
     row = row.tolist()
@@ -170,6 +173,7 @@ def mdlm_canvas(model: nn.Module, prompts: Prompts, gen_length: int, mask_token_
     am = (torch.arange(x.shape[1], device=device)[None] < (P + gen_length)[:, None]).long()
     return x, cols, am, mask_id
 
+# %% ../nbs/07b_sampling.ipynb
 def mdlm_unmask(x: Tensor, cols: Tensor, mask_id: int, block_logits: Callable, block_length: int = 8, steps: int = 32,
                 temperature: float = 0.0, remasking: str = 'low_confidence', threshold: Optional[float] = None,
                 eos_id: Optional[int] = None, seeds=None, return_trajectory: bool = False) -> GenerationOutput:
@@ -197,6 +201,7 @@ def mdlm_unmask(x: Tensor, cols: Tensor, mask_id: int, block_logits: Callable, b
     canvas = x.gather(1, cols)
     return GenerationOutput([cut_at_eos(r, eos_id) for r in canvas], canvas, nfe, rec.result())
 
+# %% ../nbs/07b_sampling.ipynb
 @torch.no_grad()
 def generate_mdlm(model: nn.Module, prompts: Prompts, gen_length: int = 32, block_length: int = 8, steps: int = 32,
                   mask_token_id: Optional[int] = None, tokenizer=None, temperature: float = 0.0,
@@ -232,6 +237,7 @@ class _BufferLayer(DynamicLayer):
 
     def get_seq_length(self) -> int: return self.n
 
+# %% ../nbs/07b_sampling.ipynb
 class KVBuffer(Cache):
     "Per-layer K/V kept across passes without re-concatenating: each pass attends to `[kept ; its own]`, then `keep(L)`."
     def __init__(self, num_layers: int): super().__init__(layers=[_BufferLayer() for _ in range(num_layers)])
@@ -247,6 +253,7 @@ class KVBuffer(Cache):
     @property
     def kv(self) -> tuple: return tuple((l.buf[0][:, :, :l.n], l.buf[1][:, :, :l.n]) for l in self.layers)
 
+# %% ../nbs/07b_sampling.ipynb
 @contextlib.contextmanager
 def _last_mlp_rows_from(backbone: nn.Module, n: int):
     "Inside: the last decoder layer's MLP (position-wise) runs on rows `n:` only and leaves zeros in rows `:n`."
@@ -269,6 +276,7 @@ def _self_cond_args(model: BlockDiffusionLM, prev_logits: Optional[Tensor] = Non
     i = has_prev.nonzero()[:, 0]
     return model.self_cond_input(prev_logits[i]), i
 
+# %% ../nbs/07b_sampling.ipynb
 class CachedContext:
     "Prompt + committed blocks as per-layer K/V; clean tokens enter the cache as causal rows of the next canvas pass."
     def __init__(self, model: BlockDiffusionLM, prompt_ids: list[list[int]], sliding_window: Optional[int] = None):
@@ -334,6 +342,7 @@ class CachedContext:
         if (new := lens > 0).any(): self.anchor[new] = out.logits[new, lens[new] - 1 - n]
         return shift_canvas_logits(out.logits[:, L - n:], self.anchor[:, None], r) if r else None
 
+# %% ../nbs/07b_sampling.ipynb
 class ReencodeContext:
     "Reference: keeps token lists and re-encodes prompt + committed blocks from scratch at every step (no cache)."
     def __init__(self, model: BlockDiffusionLM, prompt_ids: list[list[int]], sliding_window: Optional[int] = None):
@@ -430,6 +439,7 @@ def generate_block_diffusion(model: BlockDiffusionLM, prompts: Prompts, max_new_
     canvas = out[:, :width][:, :max_new_tokens]
     return GenerationOutput([cut_at_eos(r, eos_id) for r in canvas], canvas, nfe, rec.result())
 
+# %% ../nbs/07b_sampling.ipynb
 def progress_bar(it, on: bool, desc: str):
     "`it` with a text progress bar on stderr when `on` (a sampler over many blocks, eval over many batches)."
     if not on: return it

@@ -126,6 +126,7 @@ def with_lora(model, m, base_rows: int):
     try: return add_lora(model, lo.rank, lo.alpha, lo.dropout, lo.target_modules, range(base_rows, rows), base_model=base)
     except ValueError as e: raise ConfigError([str(e)]) from None
 
+# %% ../nbs/09_trainer.ipynb
 def mode_wrapper(cfg, tokenizer, backbone, verbose: bool = True):
     "`(wrapper, mask_token_id)`: the mode's model around `backbone` (its registered `build`; a mask token added where it corrupts with one)."
     return get_mode(cfg.dllm.mode).build(cfg, tokenizer, backbone, verbose)
@@ -191,6 +192,7 @@ def _output_dir_problems(cfg, is_main: bool, rerun: str = RERUN_HINT) -> list[st
         print(f"train.overwrite=true: deleted the previous run in {d}", flush=True)
     return []
 
+# %% ../nbs/09_trainer.ipynb
 def _model_path_problem(key: str, path: str | None) -> str | None:
     if path is None or Path(path).expanduser().exists(): return None
     if path.startswith(('.', '/', '~')) or not re.fullmatch(r'[\w.-]+(/[\w.-]+)?', path):
@@ -206,6 +208,7 @@ def _dataset_problem(name: str) -> str | None:
     known = ', '.join(f'builtin:{k}' for k in sorted({*TASKS, *MIXES}))
     return f"data.dataset={name!r} is not a built-in dataset; known: {known} (or give a local file or a hub id)"
 
+# %% ../nbs/09_trainer.ipynb
 def preflight(cfg, is_main: bool = True, rerun: str = RERUN_HINT) -> None:
     "Check what would otherwise fail after minutes of setup (output_dir, model paths, dataset, optional packages); `ConfigError`."
     # rerun: the ways out of an output_dir that holds a run, in the launcher's words (the Makefile passes make commands)
@@ -350,6 +353,7 @@ def fit(self: Trainer, stop_at: int | None = None) -> list[StepRecord]:
     finally:
         if mine: unlock_run_dir(self.run_dir)
 
+# %% ../nbs/09_trainer.ipynb
 @patch
 def _fit(self: Trainer, stop_at: int | None = None) -> list[StepRecord]:
     t, start = self.cfg.train, self.maybe_resume()                    # a refused resume raises before any file is written
@@ -380,6 +384,7 @@ def _fit(self: Trainer, stop_at: int | None = None) -> list[StepRecord]:
     if self.dist.is_main: plot_metrics(read_metrics(self.run_dir), self.run_dir / 'loss_curve.png')
     return records
 
+# %% ../nbs/09_trainer.ipynb
 @patch
 def fit_step(self: Trainer, step: int, val, bad: int, bar, mbs: list) -> StepRecord:
     "One optimizer step on `mbs` (skipped if non-finite), validation and logging; returns the step's record."
@@ -402,6 +407,7 @@ def fit_step(self: Trainer, step: int, val, bad: int, bar, mbs: list) -> StepRec
         self.logger.log(step + 1, rec, echo=None if self.quiet else bar.write)
     return rec
 
+# %% ../nbs/09_trainer.ipynb
 @patch
 def save(self: Trainer, step: int, bar=None) -> Path | None:
     "Checkpoint `step` (collective); weights that are NaN/inf are not written, and rank 0 says so."
