@@ -48,6 +48,7 @@ class ModelConfig:
     trust_remote_code: bool = False         # allow checkpoint-supplied modelling code (LLaDA needs it)
     lora: LoRAConfig = field(default_factory=LoRAConfig)  # low-rank adapters instead of a full fine-tune (ar, mdlm, hybrid, block_diffusion, idlm)
 
+# %% ../nbs/09a_config.ipynb
 @dataclass
 class DataConfig:
     dataset: str = 'builtin:default'        # 'builtin:NAME' (shipped task), a local JSON/JSONL/dataset dir, or a hub id
@@ -70,6 +71,7 @@ class DLLMConfig:
     supervise_padding: bool = False         # also supervise the global pad tail, teaching the model to stop (every mode's collator)
     response_canvas: int = 40               # tokens sampled after a prompt (every mode's sampler); mdlm/hybrid also train on responses + EOS to this length
 
+# %% ../nbs/09a_config.ipynb
 @dataclass
 class TrainConfig:
     global_batch_size: int = 32              # examples per optimizer step, summed over ranks and micro-batches
@@ -101,6 +103,7 @@ class TrainConfig:
         if problem: raise ConfigError([problem])
         return self.global_batch_size // (self.micro_batch_size * world_size)
 
+# %% ../nbs/09a_config.ipynb
 @dataclass
 class Config:
     model: ModelConfig = field(default_factory=ModelConfig)  # backbone
@@ -151,6 +154,7 @@ def _parse_scalar(value, tp, key: str):
     elif tp is str and isinstance(value, str): return value
     raise ValueError(f"{key}={value!r} is not a valid {tp.__name__}")
 
+# %% ../nbs/09a_config.ipynb
 def parse_value(value, tp, key: str = 'value'):
     "Coerce a YAML value or a CLI string to the annotated type `tp` (bool/int/float/str, Optional, Literal, tuple)."
     origin, args = get_origin(tp), get_args(tp)
@@ -197,6 +201,7 @@ def _type_name(tp) -> str:
     if origin is tuple: return f"tuple[{', '.join(_type_name(a) for a in args)}]"
     return 'null' if tp is type(None) else getattr(tp, '__name__', str(tp))
 
+# %% ../nbs/09a_config.ipynb
 def config_help(cls=Config, prefix: str = '') -> dict[str, tuple[str, object, str]]:
     "Every dotted leaf key mapped to `(type, default, one-line description)`; descriptions are the fields' comments."
     import inspect
@@ -241,6 +246,7 @@ def _moved_problem(key: str, value, mode: str) -> str:
            f"only dllm.mode={sec} reads it and the mode is {mode!r}: remove it, or set dllm.mode={sec} and {new}={value}")
     return f"{key} moved to {new} (each mode's settings are in its own section): {fix}"
 
+# %% ../nbs/09a_config.ipynb
 def renamed_key(key: str) -> Optional[tuple[str, str]]:
     "`(new key, why)` when `key` is a mode-section key its mode renamed (`hybrid.ar_loss_alpha`), else None."
     sec, _, leaf = key.partition('.')
@@ -251,6 +257,7 @@ def _finish(problems: list, cfg: Config) -> list[str]:
     "Moved-key problems are worded once the run's final `dllm.mode` is known (it may be set after them)."
     return [_moved_problem(*q, cfg.dllm.mode) if isinstance(q, tuple) else q for q in problems]
 
+# %% ../nbs/09a_config.ipynb
 def _set(cfg: Config, key: str, value, problems: list) -> None:
     keys = config_keys()
     if moved_key(key, cfg.dllm.mode): return problems.append((key, value))     # worded by `_finish`
@@ -306,6 +313,7 @@ def _model_problems(m: ModelConfig) -> list[str]:
     if lo.rank and not lo.target_modules: p.append("model.lora.target_modules is empty: name the Linear modules to adapt, e.g. q_proj,v_proj")
     return p
 
+# %% ../nbs/09a_config.ipynb
 def _data_problems(d: DataConfig, cfg: Config) -> list[str]:
     p = []
     if d.max_len < 2: p.append(f"data.max_len={d.max_len} must be >= 2")
@@ -401,6 +409,7 @@ def _missing_preset(path) -> str:
     if p.suffix or len(p.parts) > 1: return f"config file {str(p)!r} does not exist"
     return f"no preset named {str(p)!r}; known presets: {', '.join(preset_names()) or 'none found'} (or give a YAML file's path)"
 
+# %% ../nbs/09a_config.ipynb
 def load_config(path=None, overrides: Sequence[str] = (), world_size: Optional[int] = None) -> Config:
     "Defaults <- YAML preset at `path` (file or preset name) <- dotted `key=value` overrides; validated for `world_size`."
     cfg, problems = Config(), []
@@ -457,6 +466,7 @@ def _as_dict(obj) -> dict:
     d = dict(vars(obj)); d.update(d.pop('sections', None) or {})      # a current Config: its mode sections at the top level
     return {k: _as_dict(v) if dataclasses.is_dataclass(v) else v for k, v in d.items()}
 
+# %% ../nbs/09a_config.ipynb
 def saved_config(saved, strict: bool = True) -> Config:
     "A run's saved config (`config.yaml` path, dict, or a checkpoint's pickled `Config`), old layout migrated with a warning."
     src = str(saved) if isinstance(saved, (str, Path)) else 'a checkpoint\'s config'

@@ -53,7 +53,9 @@ class StepRecord:
         return d
     def __getitem__(self, key: str): return self.to_dict()[key]
     def __contains__(self, key: str) -> bool: return key in self.to_dict()
-    def get(self, key: str, default=None): return self.to_dict().get(key, default)
+    def get(self, key: str, default=None):
+        "`to_dict().get(key, default)`: a logged key, or `default` when it was not measured."
+        return self.to_dict().get(key, default)
 
 # %% ../nbs/09b_metrics.ipynb
 class MetricsLogger:

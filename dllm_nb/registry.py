@@ -24,7 +24,9 @@ def section_values(section) -> dict:
     return {f.name: getattr(section, f.name) for f in config_fields(section)}
 
 # %% ../nbs/06c_registry.ipynb
-def _no_options(cfg) -> dict: return {}
+def _no_options(cfg) -> dict:
+    "No options: the default `collate` and `final_record` of a mode."
+    return {}
 
 @dataclass(frozen=True)
 class Mode:

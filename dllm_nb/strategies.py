@@ -45,6 +45,7 @@ def need_mask(mask_token_id, mode: str) -> list[str]:
     return [] if mask_token_id is not None else [
         f"mode {mode!r} needs a mask token: set dllm.mask_token (e.g. '<|mask|>') so its id is known."]
 
+# %% ../nbs/08_strategies.ipynb
 def mask_token_problems(cfg, mode: str) -> list[str]:
     "The config problem of a mode that corrupts with a mask token when `dllm.mask_token` is empty."
     if cfg.dllm.mask_token: return []
@@ -63,6 +64,7 @@ def batch_t(batch: Batch, gens, t_sampling: str) -> Tensor:
     "Per-example diffusion times; stratified over the step's global batch when `t_sampling='stratified'`."
     return sample_t(len(gens), gens, t_sampling, global_index=batch.global_index, global_size=batch.global_size)
 
+# %% ../nbs/08_strategies.ipynb
 def uniform_masking(batch: Batch, mask_token_id: int, eps: float, t_sampling: str, suffix_prob: float = 0.0) -> Noised:
     "MDLM masks from each example's `corruption` stream (one `t` per row); a `suffix_prob` share of training rows is suffix-masked."
     gens = row_generators(batch.sample_seeds, 'corruption')
@@ -95,6 +97,7 @@ class MDLMSettings:
         "Its section's values plus the runtime ones: the keyword arguments of `get_strategy('mdlm', ...)`."
         return dict(section_values(cfg.mdlm), mask_token_id=mask_token_id, eps=cfg.dllm.eps, t_sampling=cfg.dllm.t_sampling)
 
+# %% ../nbs/08_strategies.ipynb
 class MDLMStrategy:
     "Masked diffusion (MDLM / LLaDA): uniform masking, `1/p`-weighted CE; optional causal next-token warm-up phase."
     name, Settings = 'mdlm', MDLMSettings
@@ -151,6 +154,7 @@ class HybridSettings:
         "Its section's values plus the runtime ones."
         return dict(section_values(cfg.hybrid), mask_token_id=mask_token_id, eps=cfg.dllm.eps, t_sampling=cfg.dllm.t_sampling)
 
+# %% ../nbs/08_strategies.ipynb
 class HybridStrategy:
     "Blockwise late-biased masking (uniform when `block_size=None`) for a `HybridDiffusionLM`; loss = `diffusion_weight` * D + AR."
     name, Settings = 'hybrid', HybridSettings
@@ -211,6 +215,7 @@ class BlockDiffusionSettings:
         return dict(section_values(b), vocab_size=vocab_size, eps=cfg.dllm.eps, t_sampling=cfg.dllm.t_sampling,
                     pad_token_id=pad_token_id, mask_token_id=mask_token_id if b.corruption == 'mask' else None)
 
+# %% ../nbs/08_strategies.ipynb
 class BlockDiffusionStrategy:
     "Encoder/canvas block diffusion: uniform-random corruption, scored block(s), encoder AR co-loss, self-conditioning."
     name, Settings = 'block_diffusion', BlockDiffusionSettings
