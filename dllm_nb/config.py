@@ -327,7 +327,7 @@ def _data_problems(d: DataConfig, cfg: Config) -> list[str]:
     why = {}
     mode = cfg.dllm.mode
     fill = (get_mode(mode).collate(cfg).get('block_size') or 1) if mode in MODES else 1   # the collator pads T to its blocks
-    if fill > 1: why[f'{mode}.block_size'] = fill
+    if fill > 1: why[f'{mode}.{get_mode(mode).block_key}'] = fill
     if d.pad_seq_len_divisible: why['data.pad_seq_len_divisible'] = d.pad_seq_len_divisible
     m = math.lcm(1, *why.values())
     if d.max_len % m:  # the collator rounds T up to a multiple of m, then caps it at max_len
