@@ -7,7 +7,7 @@
 # can list every problem at once and the moved-key error and the migration share one key map. The per-mode sections are
 # the registered modes' settings dataclasses (dllm_nb.modes): this module names no mode.
 from __future__ import annotations
-import dataclasses, difflib, logging, math, os, re
+import dataclasses, difflib, inspect, logging, math, os, re
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import UnionType
@@ -177,10 +177,16 @@ def parse_value(value, tp, key: str = 'value'):
 # %% ../nbs/09a_config.ipynb
 def _is_section(tp) -> bool: return dataclasses.is_dataclass(tp)
 
+def _hints(cls) -> dict:
+    "`get_type_hints(cls)` read in the namespace its methods were defined in (a section declared in a notebook or a test too)."
+    fns = [getattr(f, '__func__', f) for f in vars(cls).values()]
+    ns = next((f.__globals__ for f in fns if inspect.isfunction(f)), None)
+    return get_type_hints(cls, globalns=ns)
+
 def _children(cls) -> list[tuple[str, object, object]]:
     "`(name, type, default)` under `cls`: the tree's sections in file order (the mode sections after `dllm`), or a section's keys."
     if cls is not Config:
-        hints, d = get_type_hints(cls), cls()
+        hints, d = _hints(cls), cls()
         return [(f.name, hints[f.name], getattr(d, f.name)) for f in config_fields(cls)]
     top = [(f.name, get_type_hints(Config)[f.name], None) for f in dataclasses.fields(Config) if f.name != 'sections']
     i = [n for n, *_ in top].index('dllm') + 1
