@@ -9,7 +9,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 from .core import randint_rows, row_generators
-from .generate import (CachedContext, GenerationOutput, Prompts, encode_prompts, model_device, progress_bar,
+from .sampling import (CachedContext, GenerationOutput, Prompts, encode_prompts, model_device, progress_bar,
                               row_seeds, token_id)
 from .models import BlockDiffusionLM, canvas_position_ids, model_attention_mask, shift_canvas_logits
 

@@ -14,7 +14,8 @@ from torch.distributed.checkpoint.filesystem import FileSystemReader
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 from safetensors.torch import load_file, save_file
 from . import config as _config
-from .config import ConfigError, MODE_SECTIONS, config_keys, saved_config
+from .config import Config, ConfigError, config_keys, config_to_dict, saved_config
+from .modes import mode_sections
 from .distributed import all_reduce_sum, barrier
 
 # %% auto 0
@@ -57,7 +58,8 @@ def _split_tensors(tree) -> tuple[object, dict]:
     tensors = {}
     def walk(v, key):
         if isinstance(v, torch.Tensor): tensors[key] = v.detach().cpu().contiguous(); return {'__tensor__': key}
-        if dataclasses.is_dataclass(v) and not isinstance(v, type): v = dataclasses.asdict(v)
+        if isinstance(v, Config): v = config_to_dict(v)                  # its mode sections as they are saved
+        elif dataclasses.is_dataclass(v) and not isinstance(v, type): v = dataclasses.asdict(v)
         if isinstance(v, dict): return {str(k): walk(w, f'{key}.{k}') for k, w in v.items()}
         return [walk(w, f'{key}.{i}') for i, w in enumerate(v)] if isinstance(v, (list, tuple)) else v
     return walk(tree, 'state'), tensors
@@ -69,7 +71,11 @@ def _join_tensors(tree, tensors: dict):
     return [_join_tensors(v, tensors) for v in tree] if isinstance(tree, list) else tree
 
 # %% ../nbs/09c_checkpoint.ipynb
-_CONFIG_CLASSES = [c for c in vars(_config).values() if isinstance(c, type) and dataclasses.is_dataclass(c)]
+_OLD_SECTION_NAMES = dict(mdlm='MDLMConfig', hybrid='HybridConfig', block_diffusion='BlockDiffusionConfig', idlm='IDLMConfig',
+                          dflash='DFlashConfig')     # where checkpoints pickled the mode sections before they moved to their modes
+_CONFIG_CLASSES = ([c for c in vars(_config).values() if isinstance(c, type) and dataclasses.is_dataclass(c)]
+                   + list(mode_sections().values())                  # a pickled Config holds its mode sections
+                   + [(S, f'dllm_nb.config.{_OLD_SECTION_NAMES[n]}') for n, S in mode_sections().items() if n in _OLD_SECTION_NAMES])
 
 def write_trainer_state(ckpt: str | Path, state: dict) -> None:
     "`state` as `trainer_state.json` (a dataclass such as the config as its dict) + `trainer_state.safetensors` (its tensors)."
@@ -215,7 +221,7 @@ def config_changes(old, new) -> list[str]:
         return list(cfg) if isinstance(cfg, tuple) else cfg
     return [f"{k}: {get(old, k)!r} -> {get(new, k)!r}" for k in config_keys()
             if k not in RESUME_SAFE_KEYS and get(old, k) != get(new, k)
-            and (k.split('.')[0] not in MODE_SECTIONS or new.dllm.mode == k.split('.')[0])]
+            and (k.split('.')[0] not in mode_sections() or new.dllm.mode == k.split('.')[0])]
 
 # %% ../nbs/09c_checkpoint.ipynb
 def _why(e: BaseException) -> str:

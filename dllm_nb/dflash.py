@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Literal, Optional, Sequence
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -16,10 +16,11 @@ from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex
 from .core import STREAMS, row_generators
 from .loss import LossParts
 from .stages import Batch, Counts, Stage
+from .registry import Mode, register_mode, section_values
 from .strategies import register_strategy
 
 # %% auto 0
-__all__ = ['ANCHOR_SAMPLING', 'MASKED', 'DRAFTER_CONFIG', 'DRAFTER_WEIGHTS', 'WEIGHT_QUANTUM', 'anchor_candidates',
+__all__ = ['ANCHOR_SAMPLING', 'MASKED', 'DRAFTER_CONFIG', 'DRAFTER_WEIGHTS', 'WEIGHT_QUANTUM', 'DFLASH', 'anchor_candidates',
            'sample_anchors', 'Blocks', 'make_blocks', 'dflash_mask_mod', 'dflash_mask', 'dflash_block_mask',
            'DrafterConfig', 'default_layer_ids', 'default_gamma', 'rope', 'DrafterLayer', 'DFlashDrafter',
            'target_features', 'load_target', 'decay_weights', 'quantized_weights', 'block_weights', 'dflash_loss',
@@ -301,22 +302,33 @@ class Anchored(Stage):
     batch: Batch
     blocks: Blocks           # [B, Q = N * block_size] block tokens, positions, targets, loss mask; [B, N] anchors
 
-@dataclass(frozen=True)
+@dataclass
 class DFlashSettings:
-    "Settings of `dflash` (from `dflash.*`)."
+    "Settings of `dflash` = its config section `dflash:` (the drafter, its target and its training blocks)."
+    target: Optional[str] = None            # dflash: the frozen causal target (any checkpoint model.path accepts); required
+    target_dtype: Literal['float32', 'bfloat16'] = 'float32'  # dtype the target is loaded in
+    num_layers: int = 1                     # drafter decoder layers (its width is the target's hidden size)
+    num_heads: Optional[int] = None         # drafter attention heads; None = the target's
+    intermediate_size: Optional[int] = None # drafter MLP width; None = the target's
     block_size: int = 8                     # anchor + drafted tokens per block (>= 2)
-    num_blocks_per_sample: int = 8          # anchors (blocks) per row
-    anchor_sampling: str = 'independent'    # one of ANCHOR_SAMPLING
-    loss_gamma: Optional[float] = None      # decay of the per-position weight; None = the paper's default for block_size
+    layer_ids: Optional[tuple[int, ...]] = None  # target layers (0-based) that condition the drafter; None = 3 spread out
+    loss_gamma: Optional[float] = None      # decay of the per-position loss weight; None = paper default for block_size
+    num_blocks_per_sample: int = 8          # anchors (blocks) per training sequence
+    anchor_sampling: Literal['independent', 'non_overlapping'] = 'independent'  # how anchors are drawn per row
     @classmethod
     def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict:
-        f = cfg.dflash
-        return dict(block_size=f.block_size, num_blocks_per_sample=f.num_blocks_per_sample,
-                    anchor_sampling=f.anchor_sampling, loss_gamma=f.loss_gamma)
-    def __post_init__(self):
-        if self.block_size < 2: raise ValueError(f"dflash block_size={self.block_size} must be >= 2 (an anchor plus drafted tokens)")
-        if self.anchor_sampling not in ANCHOR_SAMPLING:
-            raise ValueError(f"anchor_sampling={self.anchor_sampling!r}; use one of {ANCHOR_SAMPLING}")
+        "Its section's values (dflash needs no runtime ones)."
+        return section_values(cfg.dflash)
+    def problems(self, cfg=None) -> list[str]:
+        "What is wrong, as config keys (`dflash.*`); with `cfg` also the target and LoRA, which only a run needs."
+        p = [] if self.block_size >= 2 else [f"dflash.block_size={self.block_size} must be >= 2 (an anchor plus drafted tokens)"]
+        p += [f"dflash.{k}={getattr(self, k)} must be >= 1" for k in ('num_layers', 'num_blocks_per_sample') if getattr(self, k) < 1]
+        if self.loss_gamma is not None and self.loss_gamma <= 0: p.append(f"dflash.loss_gamma={self.loss_gamma} must be > 0 (or null)")
+        if self.anchor_sampling not in ANCHOR_SAMPLING: p.append(f"anchor_sampling={self.anchor_sampling!r}; use one of {ANCHOR_SAMPLING}")
+        if cfg is None: return p
+        if not self.target: p.insert(0, "dllm.mode=dflash needs dflash.target=<causal LM checkpoint dir, hub id or .gguf>")
+        if cfg.model.lora.rank: p.append(f"model.lora.rank={cfg.model.lora.rank}: dflash trains a small drafter from scratch (its target is frozen), so LoRA does not apply; set model.lora.rank=0")
+        return p
     @property
     def gamma(self) -> float: return self.loss_gamma or default_gamma(self.block_size)
 
@@ -360,6 +372,13 @@ def build_dflash_model(cfg, tokenizer) -> tuple[DFlashDrafter, None]:
                       vocab_size=tc.vocab_size, target=target_id, target_dtype=x.target_dtype,
                       target_info=_target_info(tc))
     return DFlashDrafter(c, target), None
+
+# %% ../nbs/15_dflash.ipynb
+def _no_sampler(model, *a, **k):
+    raise ValueError("a DFlash drafter is sampled through its target: python -m dllm_nb.generate --checkpoint DRAFTER --speculative")
+
+DFLASH = register_mode(Mode('dflash', DFlashSettings, DFlashStrategy, build=lambda cfg, tok, backbone, verbose=True: build_dflash_model(cfg, tok),
+                            sample=_no_sampler, streams=dict(dflash_anchors=16), own_backbone=True, exact_match=False))
 
 # %% ../nbs/15_dflash.ipynb
 @dataclass
@@ -446,7 +465,7 @@ def speculative_cli(args, prompts: list[str]) -> int:
     "`python -m dllm_nb.generate --checkpoint DRAFTER --speculative`: lossless greedy decoding of the drafter's target."
     from dllm_nb.core import default_device
     from dllm_nb.data import load_tokenizer
-    from dllm_nb.generate import encode_prompts
+    from dllm_nb.sampling import encode_prompts
     if args.temperature: raise SystemExit(f"--speculative is greedy (lossless) only; got --temperature {args.temperature}.")
     drafter = DFlashDrafter.from_pretrained(args.checkpoint, device=args.device or default_device())
     tok, acc = load_tokenizer(args.checkpoint), []

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Optional
 import torch
 from torch import Tensor, nn
-from .generate import (GenerationOutput, Prompts, cut_at_eos, model_device, token_id, encode_prompts, mdlm_canvas, mdlm_unmask,
+from .sampling import (GenerationOutput, Prompts, cut_at_eos, model_device, token_id, encode_prompts, mdlm_canvas, mdlm_unmask,
                               right_pad)
 from .models import MaskedDiffusionLM, SharedKVCache, mdlm_attention_mask
 

@@ -9,14 +9,18 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 from torch.nn.attention.flex_attention import BlockMask
-from .generate import GenerationOutput, Prompts, encode_prompts, model_device, right_pad, token_id
+from .sampling import GenerationOutput, Prompts, encode_prompts, model_device, right_pad, token_id
 from .masks import MaskMod, bd3_mask_mod, chunked_block_mask, dense_mask
 from .loss import token_ce
+from .mdlm import masked_backbone
 from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, DLLMWrapper, mdlm_attention_mask, mdlm_block_mask
+from .registry import Mode, register_mode
+from .strategies import HybridSettings, HybridStrategy
 
 # %% auto 0
-__all__ = ['hybrid_mask_mod', 'hybrid_mask', 'hybrid_block_mask', 'HybridOutput', 'HybridDiffusionLM', 'hybrid_nll',
-           'accepted_length', 'speculative_step', 'generate_hybrid', 'generate_hybrid_ar']
+__all__ = ['HYBRID', 'hybrid_mask_mod', 'hybrid_mask', 'hybrid_block_mask', 'HybridOutput', 'HybridDiffusionLM', 'hybrid_nll',
+           'accepted_length', 'speculative_step', 'generate_hybrid', 'generate_hybrid_ar', 'build_hybrid',
+           'sample_hybrid']
 
 # %% ../nbs/08c_hybrid.ipynb
 def hybrid_mask_mod(seq_len: int, block_size: int, attention_mask: Optional[Tensor] = None) -> MaskMod:
@@ -168,3 +172,17 @@ def generate_hybrid_ar(model: HybridDiffusionLM, prompts: Prompts, max_new_token
     canvas, _ = right_pad(gen, 0, max_new_tokens, device=dev)
     cut = [g[:g.index(eos)] if eos is not None and eos in g else g for g in gen]
     return GenerationOutput(cut, canvas, max_new_tokens)
+
+# %% ../nbs/08c_hybrid.ipynb
+def build_hybrid(cfg, tokenizer, backbone, verbose: bool = True):
+    "`(HybridDiffusionLM, mask_token_id)`: clean copy causal, noisy copy block-wise, blocks of `hybrid.block_size`."
+    mask_id = masked_backbone(cfg, tokenizer, backbone, verbose)
+    return HybridDiffusionLM(backbone, block_size=cfg.hybrid.block_size, mask_token_id=mask_id), mask_id
+
+def sample_hybrid(model, prompts, tokenizer=None, max_new_tokens: int = 32, steps=None, block_size=None, **kw):
+    "`generate_hybrid` (its block is the model's own; `steps` and `block_size` do not apply)."
+    return generate_hybrid(model, prompts, max_new_tokens, tokenizer, **kw)
+
+HYBRID = register_mode(Mode('hybrid', HybridSettings, HybridStrategy, build_hybrid, sample_hybrid, model_classes=(HybridDiffusionLM,),
+                            collate=lambda cfg: dict(block_size=cfg.hybrid.block_size, response_canvas=cfg.dllm.response_canvas),
+                            renamed=dict(ar_loss_alpha=('diffusion_weight', 'it weights the diffusion term: loss = w * D + AR'))))

@@ -4,7 +4,7 @@
 
 # %% ../nbs/08b_idlm.ipynb 2
 from __future__ import annotations
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 import torch
 from torch import Tensor, nn
@@ -12,17 +12,19 @@ from torch.nn.attention.flex_attention import BlockMask
 from transformers import DynamicCache
 from .core import row_generators
 from .corruption import corrupt_all_masked
-from .generate import (GenerationOutput, Prompts, cut_at_eos, model_device, token_id, encode_prompts, predict_tokens,
+from .sampling import (GenerationOutput, Prompts, cut_at_eos, model_device, token_id, encode_prompts, predict_tokens,
                               right_pad, row_seeds)
 from .loss import LossParts, count_tokens, token_ce
 from .masks import MaskMod, bd3_mask_mod, chunked_block_mask, dense_mask
 from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, DLLMWrapper, model_attention_mask
 from .stages import Batch, Counts, Noised, Stage
-from .strategies import need_mask, register_strategy
+from .mdlm import masked_backbone
+from .registry import RUNTIME, Mode, register_mode, section_values
+from .strategies import at_least, mask_token_problems, need_mask, register_strategy
 
 # %% auto 0
-__all__ = ['idlm_mask_mod', 'idlm_mask', 'idlm_block_mask', 'IntrospectiveDiffusionLM', 'idlm_targets', 'idlm_loss', 'IDLMInput',
-           'IDLMSettings', 'IDLMStrategy', 'idlm_losses', 'generate_idlm']
+__all__ = ['IDLM', 'idlm_mask_mod', 'idlm_mask', 'idlm_block_mask', 'IntrospectiveDiffusionLM', 'idlm_targets', 'idlm_loss',
+           'IDLMInput', 'IDLMSettings', 'IDLMStrategy', 'idlm_losses', 'generate_idlm', 'build_idlm', 'sample_idlm']
 
 # %% ../nbs/08b_idlm.ipynb
 def idlm_mask_mod(seq_len: int, block_size: int, attention_mask: Optional[Tensor] = None) -> MaskMod:
@@ -115,25 +117,27 @@ class IDLMInput(Stage):
     @property
     def batch(self) -> Batch: return self.noised.batch
 
-@dataclass(frozen=True)
+@dataclass
 class IDLMSettings:
-    "Settings of `idlm` (from `idlm.*`)."
-    mask_token_id: Optional[int] = None     # id of the mask token x_t is made of (required, inside the vocabulary)
-    vocab_size: Optional[int] = None        # when given, mask_token_id is checked to lie inside it
-    block_size: int = 1                     # block length of the [x_t | x_0] mask
-    clean_loss_weight: float = 0.2          # weight alpha of the clean-copy CE in CE_noisy + alpha * CE_clean
-    auto_balance: bool = False              # alpha = detached CE_noisy / CE_clean instead
+    "Settings of `idlm` = its config section `idlm:`; the `RUNTIME` fields come from the tokenizer (`from_config`)."
+    block_size: int = 1                     # idlm: block length of the [x_t | x_0] mask = drafts per sampler pass (reference: 1)
+    clean_loss_weight: float = 0.2          # idlm: weight α of the clean-copy (AR) CE in CE_noisy + α·CE_clean
+    auto_balance: bool = False              # idlm: α = detached CE_noisy / CE_clean instead of clean_loss_weight
+    mask_token_id: Optional[int] = field(default=None, metadata=RUNTIME)   # id of the mask token x_t is made of (required)
+    vocab_size: Optional[int] = field(default=None, metadata=RUNTIME)      # when given, mask_token_id is checked to lie inside it
     @classmethod
     def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict:
-        i = cfg.idlm
-        return dict(mask_token_id=mask_token_id, vocab_size=vocab_size, block_size=i.block_size,
-                    clean_loss_weight=i.clean_loss_weight, auto_balance=i.auto_balance)
-    def __post_init__(self):
-        need_mask(self.mask_token_id, 'idlm')
+        "Its section's values plus the runtime ones."
+        return dict(section_values(cfg.idlm), mask_token_id=mask_token_id, vocab_size=vocab_size)
+    def problems(self, cfg=None) -> list[str]:
+        "What is wrong: with `cfg`, as config keys (`idlm.*`); without, also the runtime values a strategy needs."
+        p = at_least('idlm', self, dict(block_size=1, clean_loss_weight=0))
+        if cfg is not None: return p + mask_token_problems(cfg, 'idlm')
+        if q := need_mask(self.mask_token_id, 'idlm'): return p + q
         if self.vocab_size is not None and not 0 <= self.mask_token_id < self.vocab_size:
-            raise ValueError(f"mask_token_id={self.mask_token_id} is outside the vocabulary (size {self.vocab_size}); "
-                             "add the mask token to the tokenizer and resize the embeddings (models.add_mask_token).")
-        if self.clean_loss_weight < 0: raise ValueError(f"clean_loss_weight={self.clean_loss_weight} must be >= 0.")
+            p.append(f"mask_token_id={self.mask_token_id} is outside the vocabulary (size {self.vocab_size}); "
+                     "add the mask token to the tokenizer and resize the embeddings (models.add_mask_token).")
+        return p
 
 @register_strategy
 class IDLMStrategy:
@@ -226,3 +230,15 @@ def generate_idlm(model: IntrospectiveDiffusionLM, prompts: Prompts, max_new_tok
         state.commit(new)
     canvas = torch.cat(out, 1)[:, :max_new_tokens]
     return GenerationOutput([cut_at_eos(r, eos) for r in canvas], canvas, nfe)
+
+# %% ../nbs/08b_idlm.ipynb
+def build_idlm(cfg, tokenizer, backbone, verbose: bool = True):
+    "`(IntrospectiveDiffusionLM, mask_token_id)` with blocks of `idlm.block_size`."
+    mask_id = masked_backbone(cfg, tokenizer, backbone, verbose)
+    return IntrospectiveDiffusionLM(backbone, block_size=cfg.idlm.block_size), mask_id
+
+def sample_idlm(model, prompts, tokenizer=None, max_new_tokens: int = 32, steps=None, block_size=None, **kw):
+    "`generate_idlm` with `block_size` drafts per pass (default: the model's; `steps` does not apply)."
+    return generate_idlm(model, prompts, max_new_tokens, block_size, tokenizer, **kw)
+
+IDLM = register_mode(Mode('idlm', IDLMSettings, IDLMStrategy, build_idlm, sample_idlm, model_classes=(IntrospectiveDiffusionLM,)))

@@ -5,12 +5,13 @@
 # %% ../nbs/09b_metrics.ipynb 2
 from __future__ import annotations
 import json, resource
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional
 import torch
 
 # %% auto 0
-__all__ = ['memory_mb', 'MetricsLogger', 'read_metrics', 'plot_metrics', 'trim_metrics']
+__all__ = ['TRAIN_KEYS', 'VAL_KEYS', 'memory_mb', 'StepRecord', 'MetricsLogger', 'read_metrics', 'plot_metrics', 'trim_metrics']
 
 # %% ../nbs/09b_metrics.ipynb
 def memory_mb(device: torch.device | str = 'cpu') -> float:
@@ -19,15 +20,54 @@ def memory_mb(device: torch.device | str = 'cpu') -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024   # Linux reports KiB
 
 # %% ../nbs/09b_metrics.ipynb
+TRAIN_KEYS = ('loss', 'dllm_loss', 'ar_loss', 'grad_norm', 'lr', 'tokens_per_step', 'tps', 'supervised_tokens', 'mem', 'mode', 'cpu_s')
+VAL_KEYS = ('val_loss', 'val_dllm_loss', 'val_ar_loss', 'val_tokens')
+
+@dataclass
+class StepRecord:
+    "One logged point of a run: training step `step`'s numbers and, when it ran, validation's (see above)."
+    step: int                               # optimizer steps done (0: before the first)
+    loss: Optional[float] = None            # total training loss, reduced over micro-batches and ranks
+    dllm_loss: Optional[float] = None       # its diffusion term
+    ar_loss: Optional[float] = None         # its causal next-token term (the mode's own: co-loss, encoder or clean-copy CE)
+    grad_norm: Optional[float] = None       # global gradient norm before clipping
+    lr: Optional[float] = None              # learning rate the step used
+    tokens_per_step: Optional[int] = None   # non-pad tokens of the step, all ranks
+    tps: Optional[float] = None             # tokens per second since the previous step ended
+    supervised_tokens: Optional[int] = None # supervised tokens of the step, all ranks
+    mem: Optional[float] = None             # peak memory, MiB (`memory_mb`)
+    mode: Optional[str] = None              # the run's dllm.mode
+    cpu_s: Optional[float] = None           # this process's CPU seconds for the step
+    skipped: bool = False                   # the loss or gradient norm was NaN/inf: no optimizer step
+    val_loss: Optional[float] = None        # validation loss (global denominators)
+    val_dllm_loss: Optional[float] = None   # its diffusion term
+    val_ar_loss: Optional[float] = None     # its causal term
+    val_tokens: Optional[int] = None        # validation weight (the strategy's diffusion count)
+
+    def to_dict(self) -> dict:
+        "The record's `metrics.jsonl` line: `step`, the training keys of a training step, `skipped` if so, validation's if it ran."
+        d = dict(step=self.step)
+        if self.loss is not None: d.update({k: getattr(self, k) for k in TRAIN_KEYS})
+        if self.skipped: d['skipped'] = 1
+        if self.val_loss is not None: d.update({k: getattr(self, k) for k in VAL_KEYS})
+        return d
+    def __getitem__(self, key: str): return self.to_dict()[key]
+    def __contains__(self, key: str) -> bool: return key in self.to_dict()
+    def get(self, key: str, default=None):
+        "`to_dict().get(key, default)`: a logged key, or `default` when it was not measured."
+        return self.to_dict().get(key, default)
+
+# %% ../nbs/09b_metrics.ipynb
 class MetricsLogger:
     "Rank-0 metrics sink: console line, `metrics.jsonl`, optional TensorBoard."
     def __init__(self, run_dir: str | Path, enabled: bool = True, tensorboard: bool = False):
         self.path, self.enabled, self.tensorboard, self.tb = Path(run_dir) / 'metrics.jsonl', enabled, tensorboard, None
 
-    def log(self, step: int, metrics: dict, echo: Callable | None = print):
-        "Append `dict(step=step, **metrics)` to the log (and TensorBoard) and `echo` it as one line."
+    def log(self, step: int, metrics: StepRecord | dict, echo: Callable | None = print):
+        "Append `metrics` (a `StepRecord`, or a dict logged as `dict(step=step, **metrics)`) to the log (and TensorBoard); `echo` it as one line."
         if not self.enabled: return
-        rec = dict(step=step, **metrics)
+        rec = metrics.to_dict() if isinstance(metrics, StepRecord) else dict(step=step, **metrics)
+        metrics = {k: v for k, v in rec.items() if k != 'step'}
         with open(self.path, 'a') as f: f.write(json.dumps(rec) + '\n')
         if self.tensorboard and self.tb is None:               # opened at the first record: a refused run writes no tb/
             from torch.utils.tensorboard import SummaryWriter   # optional extra: imported only when asked for

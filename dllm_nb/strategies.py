@@ -4,11 +4,12 @@
 
 # %% ../nbs/08_strategies.ipynb 2
 from __future__ import annotations
-from dataclasses import dataclass, fields, replace
-from typing import ClassVar, Optional, Protocol
+from dataclasses import dataclass, field, fields, replace
+from typing import ClassVar, Literal, Optional, Protocol
 import torch
 from torch import Tensor
 from .core import rand_rows, row_generators
+from .registry import RUNTIME, section_values
 from .corruption import T_SAMPLING, corrupt_blockwise, corrupt_suffix, corrupt_uniform, corrupt_uniform_random, sample_t
 from .loss import (LossParts, ar_loss, ar_pair_count, ar_pair_mask, block_diffusion_loss, count_noise, count_tokens,
                           hybrid_loss, mdlm_loss)
@@ -16,38 +17,54 @@ from .stages import Batch, Counts, Noised, Stage, Windowed
 from .window import SCORED_BLOCKS, build_response_window
 
 # %% auto 0
-__all__ = ['STRATEGIES', 'Strategy', 'make_settings', 'need_mask', 'batch_t', 'uniform_masking', 'MDLMSettings', 'MDLMStrategy',
-           'HybridSettings', 'HybridStrategy', 'BlockDiffusionSettings', 'BlockDiffusionStrategy', 'ARSettings',
-           'ARStrategy', 'register_strategy', 'get_strategy', 'settings_from_config']
+__all__ = ['STRATEGIES', 'Strategy', 'make_settings', 'need_mask', 'mask_token_problems', 'runtime_problems', 'at_least',
+           'batch_t', 'uniform_masking', 'MDLMSettings', 'MDLMStrategy', 'HybridSettings', 'HybridStrategy',
+           'BlockDiffusionSettings', 'BlockDiffusionStrategy', 'ARSettings', 'ARStrategy', 'register_strategy',
+           'get_strategy', 'settings_from_config']
 
 # %% ../nbs/08_strategies.ipynb
 class Strategy(Protocol):
     "What the trainer needs from a dLLM mode (see the flow above)."
     name: ClassVar[str]                     # the `dllm.mode` value
-    Settings: ClassVar[type]                # the mode's frozen settings dataclass
+    Settings: ClassVar[type]                # the mode's settings dataclass (= its config section, `dllm_nb.registry`)
     def prepare(self, batch: Batch) -> Stage: ...
     def denominators(self, stages: list) -> Counts: ...
     def loss(self, model, stage, counts: Counts) -> LossParts: ...
 
 def make_settings(cls: type, mode: str, settings: dict):
-    "`cls(**settings)`; a key `cls` does not have is an error naming it and the accepted ones."
+    "`cls(**settings)`, checked by its `problems()`; a key `cls` does not have is an error naming it and the accepted ones."
     accepted = [f.name for f in fields(cls)]
     if unknown := sorted(set(settings) - set(accepted)):
         raise ValueError(f"mode {mode!r} has no setting(s) {unknown}; its settings are {accepted}.")
-    return cls(**settings)
+    s = cls(**settings)
+    if problems := (s.problems() if hasattr(s, 'problems') else []): raise ValueError('; '.join(problems))
+    return s
 
-def need_mask(mask_token_id, mode: str) -> None:
-    "`ValueError` when a mode that corrupts with a mask token was given none."
-    if mask_token_id is None:
-        raise ValueError(f"mode {mode!r} needs a mask token: set dllm.mask_token (e.g. '<|mask|>') so its id is known.")
+def need_mask(mask_token_id, mode: str) -> list[str]:
+    "The problem of a mode that corrupts with a mask token but was given none (`[]` when it has one)."
+    return [] if mask_token_id is not None else [
+        f"mode {mode!r} needs a mask token: set dllm.mask_token (e.g. '<|mask|>') so its id is known."]
 
-def _check_t(t_sampling: str) -> None:
-    if t_sampling not in T_SAMPLING: raise ValueError(f"unknown t_sampling mode {t_sampling!r}; known: {list(T_SAMPLING)}")
+# %% ../nbs/08_strategies.ipynb
+def mask_token_problems(cfg, mode: str) -> list[str]:
+    "The config problem of a mode that corrupts with a mask token when `dllm.mask_token` is empty."
+    if cfg.dllm.mask_token: return []
+    return [f"dllm.mode={mode} corrupts by masking and needs dllm.mask_token (e.g. '<|mask|>'); it is {cfg.dllm.mask_token!r}"]
+
+def runtime_problems(s) -> list[str]:
+    "Problems of the shared `dllm.*` values a strategy was given (`t_sampling`, `eps`)."
+    p = [] if getattr(s, 't_sampling', 'iid') in T_SAMPLING else [f"unknown t_sampling mode {s.t_sampling!r}; known: {list(T_SAMPLING)}"]
+    return p + ([] if 0 < getattr(s, 'eps', 0.5) < 1 else [f"eps={s.eps} must be in (0, 1)"])
+
+def at_least(section: str, s, keys: dict) -> list[str]:
+    "`section.key=value must be >= lo` for each `key: lo` of `keys` that `s` violates."
+    return [f"{section}.{k}={getattr(s, k)} must be >= {lo}" for k, lo in keys.items() if getattr(s, k) < lo]
 
 def batch_t(batch: Batch, gens, t_sampling: str) -> Tensor:
     "Per-example diffusion times; stratified over the step's global batch when `t_sampling='stratified'`."
     return sample_t(len(gens), gens, t_sampling, global_index=batch.global_index, global_size=batch.global_size)
 
+# %% ../nbs/08_strategies.ipynb
 def uniform_masking(batch: Batch, mask_token_id: int, eps: float, t_sampling: str, suffix_prob: float = 0.0) -> Noised:
     "MDLM masks from each example's `corruption` stream (one `t` per row); a `suffix_prob` share of training rows is suffix-masked."
     gens = row_generators(batch.sample_seeds, 'corruption')
@@ -59,24 +76,28 @@ def uniform_masking(batch: Batch, mask_token_id: int, eps: float, t_sampling: st
     return Noised(batch, torch.where(pick, s_noisy, noisy), torch.where(pick, s_noise, noise), p)
 
 # %% ../nbs/08_strategies.ipynb
-@dataclass(frozen=True)
+@dataclass
 class MDLMSettings:
-    "Settings of `mdlm` (from the `mdlm:` config section and the shared `dllm.*` keys; `settings_from_config`)."
-    mask_token_id: Optional[int] = None     # id that replaces a corrupted token (required)
-    eps: float = 1e-3                       # smallest corruption probability, p = (1 - eps) t + eps
-    t_sampling: str = 'iid'                 # how t is drawn across the batch: 'iid', 'antithetic', 'stratified'
-    ar_warmup_steps: int = 0                # training steps < this take the causal next-token loss instead
-    ar_loss_weight: float = 0.0             # later steps (and validation) add this times the same causal loss (co-loss)
-    suffix_mask_prob: float = 0.0           # training rows masked as a suffix (`corrupt_suffix`) instead of uniformly
-    def __post_init__(self):
-        need_mask(self.mask_token_id, 'mdlm'); _check_t(self.t_sampling)
-        if not 0 <= self.suffix_mask_prob <= 1: raise ValueError(f"suffix_mask_prob={self.suffix_mask_prob} must be in [0, 1].")
+    "Settings of `mdlm` = its config section `mdlm:`; the `RUNTIME` fields come from `dllm.*` and the tokenizer (`from_config`)."
+    sampler_block_size: int = 4             # mdlm: sampler block length (semi-autoregressive blocks); training does not read it
+    ar_warmup_steps: int = 0                # mdlm: first steps train the backbone as a causal LM (0 for pretrained AR models)
+    shift_logits: bool = False              # mdlm: position i predicts token i+1 (Dream), so an AR warm-up carries over
+    ar_loss_weight: float = 0.0             # mdlm: weight of a causal next-token co-loss after the warm-up (0 = pure MDLM)
+    suffix_mask_prob: float = 0.0           # mdlm: fraction of training rows masked as a suffix (the semi-AR sampler's context)
+    mask_token_id: Optional[int] = field(default=None, metadata=RUNTIME)   # id that replaces a corrupted token (required)
+    eps: float = field(default=1e-3, metadata=RUNTIME)   # smallest corruption probability, p = (1 - eps) t + eps (dllm.eps)
+    t_sampling: str = field(default='iid', metadata=RUNTIME)   # how t is drawn across the batch (dllm.t_sampling)
+    def problems(self, cfg=None) -> list[str]:
+        "What is wrong: with `cfg`, as config keys (`mdlm.*`); without, also the runtime values a strategy needs."
+        p = at_least('mdlm', self, dict(sampler_block_size=1, ar_warmup_steps=0, ar_loss_weight=0))
+        if not 0 <= self.suffix_mask_prob <= 1: p.append(f"mdlm.suffix_mask_prob={self.suffix_mask_prob} must be in [0, 1]")
+        return p + (mask_token_problems(cfg, 'mdlm') if cfg is not None else need_mask(self.mask_token_id, 'mdlm') + runtime_problems(self))
     @classmethod
     def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict:
-        d, m = cfg.dllm, cfg.mdlm
-        return dict(mask_token_id=mask_token_id, eps=d.eps, t_sampling=d.t_sampling, ar_warmup_steps=m.ar_warmup_steps,
-                    ar_loss_weight=m.ar_loss_weight, suffix_mask_prob=m.suffix_mask_prob)
+        "Its section's values plus the runtime ones: the keyword arguments of `get_strategy('mdlm', ...)`."
+        return dict(section_values(cfg.mdlm), mask_token_id=mask_token_id, eps=cfg.dllm.eps, t_sampling=cfg.dllm.t_sampling)
 
+# %% ../nbs/08_strategies.ipynb
 class MDLMStrategy:
     "Masked diffusion (MDLM / LLaDA): uniform masking, `1/p`-weighted CE; optional causal next-token warm-up phase."
     name, Settings = 'mdlm', MDLMSettings
@@ -113,24 +134,29 @@ class MDLMStrategy:
         return LossParts(parts.loss + w * ar, parts.dllm_loss, ar)
 
 # %% ../nbs/08_strategies.ipynb
-@dataclass(frozen=True)
+@dataclass
 class HybridSettings:
-    "Settings of `hybrid` (from the `hybrid:` config section and the shared `dllm.*` keys)."
-    mask_token_id: Optional[int] = None     # id that replaces a corrupted token (required)
-    block_size: Optional[int] = 32          # corruption block; None = uniform masking as in MDLM (the reference)
-    eps: float = 1e-3                       # smallest corruption level
-    t_sampling: str = 'iid'                 # how t is drawn when block_size is None
-    half_life_ratio: float = 0.25           # late-position bias of blockwise masking, as a fraction of the block
-    ar_loss_alpha: float = 1.0              # weight of the DIFFUSION term: loss = alpha * D + AR (the reference's meaning)
-    def __post_init__(self): need_mask(self.mask_token_id, 'hybrid'); _check_t(self.t_sampling)
+    "Settings of `hybrid` = its config section `hybrid:`; the `RUNTIME` fields come from `dllm.*` and the tokenizer."
+    block_size: Optional[int] = 4           # hybrid: masking block = collator fill = sampler block length; 1 = autoregressive (None: uniform masking, outside a config)
+    half_life_ratio: float = 0.25           # hybrid: late-position bias of blockwise masking, as a fraction of the block
+    diffusion_weight: float = 1.0           # hybrid: weight of the diffusion term, loss = w·D + AR (the reference's ar_loss_alpha)
+    mask_token_id: Optional[int] = field(default=None, metadata=RUNTIME)   # id that replaces a corrupted token (required)
+    eps: float = field(default=1e-3, metadata=RUNTIME)   # smallest corruption level (dllm.eps)
+    t_sampling: str = field(default='iid', metadata=RUNTIME)   # how t is drawn when block_size is None (dllm.t_sampling)
+    def problems(self, cfg=None) -> list[str]:
+        "What is wrong: with `cfg`, as config keys (`hybrid.*`); without, also the runtime values a strategy needs."
+        p = [] if (self.block_size is None and cfg is None) or (self.block_size or 0) >= 1 else [f"hybrid.block_size={self.block_size} must be >= 1"]
+        p += at_least('hybrid', self, dict(diffusion_weight=0))
+        if self.half_life_ratio <= 0: p.append(f"hybrid.half_life_ratio={self.half_life_ratio} must be > 0")
+        return p + (mask_token_problems(cfg, 'hybrid') if cfg is not None else need_mask(self.mask_token_id, 'hybrid') + runtime_problems(self))
     @classmethod
     def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict:
-        d, h = cfg.dllm, cfg.hybrid
-        return dict(mask_token_id=mask_token_id, eps=d.eps, t_sampling=d.t_sampling, block_size=h.block_size,
-                    half_life_ratio=h.half_life_ratio, ar_loss_alpha=h.ar_loss_alpha)
+        "Its section's values plus the runtime ones."
+        return dict(section_values(cfg.hybrid), mask_token_id=mask_token_id, eps=cfg.dllm.eps, t_sampling=cfg.dllm.t_sampling)
 
+# %% ../nbs/08_strategies.ipynb
 class HybridStrategy:
-    "Blockwise late-biased masking (uniform when `block_size=None`) for a `HybridDiffusionLM`; loss = `ar_loss_alpha` * D + AR."
+    "Blockwise late-biased masking (uniform when `block_size=None`) for a `HybridDiffusionLM`; loss = `diffusion_weight` * D + AR."
     name, Settings = 'hybrid', HybridSettings
     def __init__(self, settings: HybridSettings): self.settings = settings
 
@@ -151,42 +177,48 @@ class HybridStrategy:
         b = stage.batch
         out = model(input_ids=b.input_ids, masked_indices=stage.noise_mask, attention_mask=b.attention_mask)
         return hybrid_loss(out.logits, b.input_ids, stage.noise_mask, b.loss_mask, stage.p_mask, counts.diffusion, counts.ar,
-                           self.settings.ar_loss_alpha, ar_logits=out.causal_logits)
+                           self.settings.diffusion_weight, ar_logits=out.causal_logits)
 
 # %% ../nbs/08_strategies.ipynb
-@dataclass(frozen=True)
+@dataclass
 class BlockDiffusionSettings:
-    "Settings of `block_diffusion` (from the `block_diffusion:` config section and the shared `dllm.*` keys)."
-    vocab_size: Optional[int] = None        # corrupted tokens are drawn uniformly from [0, vocab_size) (required)
-    block_size: int = 4                     # canvas block length
-    eps: float = 1e-3                       # smallest corruption level
-    t_sampling: str = 'iid'                 # how t is drawn across the batch
-    sliding_window: Optional[int] = None    # encoder keys visible before each block start; None = all
-    self_conditioning: bool = True          # flip per-example self-conditioning coins (the model must have the module)
-    self_cond_prob: float = 0.5             # probability that an example is self-conditioned in a training step
-    encoder_loss_weight: float = 1.0        # weight of the encoder's next-token loss (0 = no AR co-loss)
-    encoder_loss_tokens: str = 'all'        # pairs that loss scores: 'all' content pairs (reference) or 'response' (= ar mode's)
-    scored_blocks: str = 'one'              # 'one' scored block per example (the reference) or 'all'
-    pad_token_id: int = 0                   # canvas fill past each response
-    corruption: str = 'random'              # 'random' vocabulary tokens (the reference) or the 'mask' token (scores masked tokens only)
-    mask_token_id: Optional[int] = None     # the noise token of corruption='mask'
-    def __post_init__(self):
-        if self.vocab_size is None: raise ValueError("block_diffusion corrupts with random tokens: pass vocab_size.")
-        if self.corruption not in ('random', 'mask'): raise ValueError(f"corruption={self.corruption!r}; use 'random' or 'mask'.")
-        if self.corruption == 'mask': need_mask(self.mask_token_id, 'block_diffusion with corruption=mask')
-        if self.scored_blocks not in SCORED_BLOCKS: raise ValueError(f"scored_blocks={self.scored_blocks!r}; use one of {SCORED_BLOCKS}")
+    "Settings of `block_diffusion` = its config section `block_diffusion:`; the `RUNTIME` fields come from `dllm.*` and the tokenizer."
+    block_size: int = 4                     # block_diffusion: canvas block = collator fill = sampler block length; 1 = autoregressive
+    sliding_window: Optional[int] = None    # block_diffusion: encoder keys visible before each block start; None = all
+    encoder_loss_weight: float = 1.0        # block_diffusion: weight of the encoder's next-token loss
+    encoder_loss_tokens: Literal['all', 'response'] = 'all'  # block_diffusion: that loss on every content pair (reference) or the response (= ar mode's)
+    scored_blocks: Literal['one', 'all'] = 'all'  # block_diffusion: canvas blocks the loss scores per example ('one' = reference)
+    self_conditioning: bool = True          # block_diffusion: feed pass-1 predictions back into pass 2
+    self_cond_prob: float = 0.5             # block_diffusion: probability that an example is self-conditioned in a training step
+    corruption: Literal['random', 'mask'] = 'random'  # block_diffusion: noise = random tokens (reference) or dllm.mask_token (scores masked tokens only)
+    shift_logits: bool = False              # block_diffusion: token j read at canvas row j-1, block starts at the encoder (keeps an AR head's meaning)
+    vocab_size: Optional[int] = field(default=None, metadata=RUNTIME)   # corrupted tokens are drawn from [0, vocab_size) (required)
+    pad_token_id: int = field(default=0, metadata=RUNTIME)              # canvas fill past each response
+    mask_token_id: Optional[int] = field(default=None, metadata=RUNTIME)   # the noise token of corruption='mask'
+    eps: float = field(default=1e-3, metadata=RUNTIME)   # smallest corruption level (dllm.eps)
+    t_sampling: str = field(default='iid', metadata=RUNTIME)   # how t is drawn across the batch (dllm.t_sampling)
+    def problems(self, cfg=None) -> list[str]:
+        "What is wrong: with `cfg`, as config keys (`block_diffusion.*`); without, also the runtime values a strategy needs."
+        p = at_least('block_diffusion', self, dict(block_size=1, encoder_loss_weight=0))
+        if self.sliding_window is not None and self.sliding_window < 1:
+            p.append(f"block_diffusion.sliding_window={self.sliding_window} must be >= 1 (or null for no window)")
+        if not 0 <= self.self_cond_prob <= 1: p.append(f"block_diffusion.self_cond_prob={self.self_cond_prob} must be in [0, 1]")
+        if self.corruption not in ('random', 'mask'): p.append(f"corruption={self.corruption!r}; use 'random' or 'mask'.")
+        if self.scored_blocks not in SCORED_BLOCKS: p.append(f"scored_blocks={self.scored_blocks!r}; use one of {SCORED_BLOCKS}")
         if self.encoder_loss_tokens not in ('all', 'response'):
-            raise ValueError(f"encoder_loss_tokens={self.encoder_loss_tokens!r}; use 'all' or 'response'.")
-        _check_t(self.t_sampling)
+            p.append(f"block_diffusion.encoder_loss_tokens={self.encoder_loss_tokens!r}; use 'all' or 'response'")
+        if cfg is not None: return p + (mask_token_problems(cfg, 'block_diffusion') if self.corruption == 'mask' else [])
+        if self.vocab_size is None: p.append("block_diffusion corrupts with random tokens: pass vocab_size.")
+        if self.corruption == 'mask': p += need_mask(self.mask_token_id, 'block_diffusion with corruption=mask')
+        return p + runtime_problems(self)
     @classmethod
     def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict:
-        d, b = cfg.dllm, cfg.block_diffusion
-        return dict(vocab_size=vocab_size, eps=d.eps, t_sampling=d.t_sampling, block_size=b.block_size,
-                    sliding_window=b.sliding_window, pad_token_id=pad_token_id, self_conditioning=b.self_conditioning,
-                    self_cond_prob=b.self_cond_prob, encoder_loss_weight=b.encoder_loss_weight, scored_blocks=b.scored_blocks,
-                    encoder_loss_tokens=b.encoder_loss_tokens,
-                    corruption=b.corruption, mask_token_id=mask_token_id if b.corruption == 'mask' else None)
+        "Its section's values plus the runtime ones (the mask token only for `corruption='mask'`)."
+        b = cfg.block_diffusion
+        return dict(section_values(b), vocab_size=vocab_size, eps=cfg.dllm.eps, t_sampling=cfg.dllm.t_sampling,
+                    pad_token_id=pad_token_id, mask_token_id=mask_token_id if b.corruption == 'mask' else None)
 
+# %% ../nbs/08_strategies.ipynb
 class BlockDiffusionStrategy:
     "Encoder/canvas block diffusion: uniform-random corruption, scored block(s), encoder AR co-loss, self-conditioning."
     name, Settings = 'block_diffusion', BlockDiffusionSettings
@@ -229,9 +261,9 @@ class BlockDiffusionStrategy:
                                     enc_pair_mask=self.encoder_pairs(b), num_ar=counts.ar, encoder_loss_weight=wt)
 
 # %% ../nbs/08_strategies.ipynb
-@dataclass(frozen=True)
+@dataclass
 class ARSettings:
-    "Settings of `ar` (causal SFT, the baseline): nothing beyond the shared data and training keys."
+    "Settings of `ar` (causal SFT, the baseline): nothing beyond the shared data and training keys (no config section)."
     @classmethod
     def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict: return {}
 

@@ -8,6 +8,7 @@ import argparse, os, shlex, signal, sys, time
 from pathlib import Path
 import torch
 from .config import ConfigError, config_help, load_config, mode_block_size, save_config
+from .modes import MODES, get_mode
 
 # %% auto 0
 __all__ = ['parse_args', 'list_keys', 'resume_command', 'run_metadata', 'card_examples', 'model_card', 'write_model_card',
@@ -55,10 +56,11 @@ def run_metadata(cfg, mask_token_id, steps: int | None = None) -> dict:
     "What `final/dllm_config.json` records under `run`: how the model was trained (`steps`, default all) and the sampler defaults."
     from dllm_nb.eval import sampler_settings
     d = cfg.dllm
-    return dict(mode=d.mode, block_size=mode_block_size(cfg), mask_token=d.mask_token if mask_token_id is not None else None,
-                mask_token_id=mask_token_id, self_conditioning=d.mode == 'block_diffusion' and cfg.block_diffusion.self_conditioning,
-                base_model=cfg.model.path, dataset=cfg.data.dataset, steps_trained=cfg.train.max_steps if steps is None else steps,
-                sampler=dict(sampler_settings(cfg), temperature=0.0))       # the same defaults as eval and report_builtin
+    run = dict(mode=d.mode, block_size=mode_block_size(cfg), mask_token=d.mask_token if mask_token_id is not None else None,
+               mask_token_id=mask_token_id, self_conditioning=False, base_model=cfg.model.path, dataset=cfg.data.dataset,
+               steps_trained=cfg.train.max_steps if steps is None else steps,
+               sampler=dict(sampler_settings(cfg), temperature=0.0))        # the same defaults as eval and report_builtin
+    return {**run, **get_mode(d.mode).final_record(cfg)}                # what the mode itself records (block_diffusion: self_conditioning)
 
 def card_examples(cfg, n: int = 2) -> list[dict]:
     "Model-card prompts from the run's own data: each built-in task's first `n` test prompts, else a JSON/JSONL file's first rows."
@@ -99,9 +101,8 @@ def _card_examples(examples: list[dict], scores: dict | None) -> str:
 
 def model_card(run: dict, checkpoint: str, examples: list[dict], scores: dict | None = None, lora: bool = False) -> str:
     "`final/README.md`: what the checkpoint is, what it can do (measured when `scores` is given), and a command to sample it."
-    plain = ("it is an ordinary causal LM, and `generate` is how it samples" if run['mode'] == 'ar' else
-             "its causal encoder was trained with a next-token loss, so plain `generate` also works left to right"
-             if run['mode'] == 'block_diffusion' else
+    mode = MODES.get(run['mode'])                                      # a mode no longer registered: the generic note
+    plain = (mode.card_note if mode is not None and mode.card_note else
              "the backbone was trained bidirectional (`is_causal: false` in config.json), so left-to-right `generate` "
              "is not how it samples: use the dllm_nb sampler")
     if lora: plain = (f"this folder holds LoRA adapters (`adapter.safetensors`) over `{run['base_model']}`, which dllm_nb "
@@ -111,7 +112,7 @@ def model_card(run: dict, checkpoint: str, examples: list[dict], scores: dict | 
     prompt = examples[0]['prompt'] if examples else 'a prompt like those in its training data'
     return f"""# dllm_nb {run['mode']} checkpoint
 
-{'A causal LM (the `ar` baseline)' if run['mode'] == 'ar' else 'A diffusion LM'} fine-tuned with [dllm_nb](https://github.com/dllm-nb/dllm_nb) in mode `{run['mode']}` (block size {run['block_size']},
+{mode.card_title if mode is not None else 'A diffusion LM'} fine-tuned with [dllm_nb](https://github.com/dllm-nb/dllm_nb) in mode `{run['mode']}` (block size {run['block_size']},
 {mask}) from {f"`{run['base_model']}`" if run['base_model'] else 'a from-scratch model'} on `{run['dataset']}` for {run['steps_trained']} steps. `dllm_config.json` holds these settings and the sampler defaults.
 
 ## What it can do
@@ -212,7 +213,7 @@ def _run(cfg, args, dist_info, tic, data) -> int:
     if dist_info.is_main:
         print(summarize(read_metrics(cfg.output_dir)))                # the whole run: a resume logged only its tail
         print(f"saved {Path(cfg.output_dir) / 'final'} after {time.perf_counter() - tic:.0f} s")
-        if cfg.data.dataset.startswith('builtin:') and args.eval_n and cfg.dllm.mode != 'dflash':
+        if cfg.data.dataset.startswith('builtin:') and args.eval_n and get_mode(cfg.dllm.mode).exact_match:
             write_model_card(Path(cfg.output_dir) / 'final', cfg, report_builtin(model, trainer.tokenizer, cfg, args.eval_n))
     return 0
 

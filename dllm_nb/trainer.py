@@ -5,7 +5,7 @@
 # %% ../nbs/09_trainer.ipynb 2
 # ~380 lines (over ~300): the config builders live here until they have a better home than the trainer that uses them
 from __future__ import annotations
-import contextlib, importlib.util, logging, math, os, re, shutil, signal, threading, time, warnings
+import contextlib, dataclasses, importlib.util, logging, math, os, re, shutil, signal, threading, time, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -20,13 +20,12 @@ from .collate import DLLMCollator
 from .config import ConfigError, mode_block_size, save_config
 from .core import sample_seed, sample_seeds, stream_seed
 from .data import DataError, load_sft_dataset, load_tokenizer
-from .dflash import build_dflash_model
 from .distributed import (DistInfo, GlobalBatchSampler, all_reduce_sum, clip_grad_norm_, set_grad_sync, step_loader,
                                  wrap_model)
-from .hybrid import HybridDiffusionLM
-from .idlm import IntrospectiveDiffusionLM
-from .metrics import MetricsLogger, memory_mb, plot_metrics, read_metrics, trim_metrics
-from .models import BlockDiffusionLM, CausalLM, MaskedDiffusionLM, add_mask_token, autocast_context, build_backbone, tiny_config
+from .metrics import MetricsLogger, StepRecord, memory_mb, plot_metrics, read_metrics, trim_metrics
+from .models import autocast_context, build_backbone, tiny_config
+from .modes import get_mode
+from .strategies import make_settings
 from .stages import Batch, Counts
 
 logger = logging.getLogger(__name__)
@@ -105,8 +104,8 @@ def validate(model, strategy, batches: list[Batch], all_reduce: Callable = all_r
 # %% ../nbs/09_trainer.ipynb
 def build_model(cfg, tokenizer, verbose: bool = True):
     "`(model, mask_token_id)` for `cfg` (a `dllm_nb.config.Config`): backbone + mode wrapper, fp32 (master) weights."
-    m, d = cfg.model, cfg.dllm
-    if d.mode == 'dflash': return build_dflash_model(cfg, tokenizer)
+    m, mode = cfg.model, get_mode(cfg.dllm.mode)
+    if mode.own_backbone: return mode.build(cfg, tokenizer, None, verbose)   # e.g. dflash: a drafter over a frozen target
     if m.path is None:
         conf = tiny_config(m.arch, vocab_size=m.vocab_size or len(tokenizer), hidden_size=m.hidden_size,
                            num_layers=m.num_layers, num_heads=m.num_heads, num_kv_heads=m.num_kv_heads,
@@ -127,43 +126,22 @@ def with_lora(model, m, base_rows: int):
     try: return add_lora(model, lo.rank, lo.alpha, lo.dropout, lo.target_modules, range(base_rows, rows), base_model=base)
     except ValueError as e: raise ConfigError([str(e)]) from None
 
+# %% ../nbs/09_trainer.ipynb
 def mode_wrapper(cfg, tokenizer, backbone, verbose: bool = True):
-    "`(wrapper, mask_token_id)`: the mode's model around `backbone` (a mask token added where the mode corrupts with one)."
-    d = cfg.dllm
-    if d.mode == 'ar': return CausalLM(backbone), None                 # the baseline: the backbone as it is
-    b = cfg.block_diffusion
-    if d.mode == 'block_diffusion' and b.corruption == 'random':      # random-token noise: no mask token, no resize
-        return BlockDiffusionLM(backbone, b.self_conditioning, shift_logits=b.shift_logits, block_size=b.block_size), None
-    n_vocab = len(tokenizer)
-    mask_id = add_mask_token(backbone, tokenizer, d.mask_token)
-    if verbose and int(os.environ.get('RANK', 0)) == 0:
-        how = f'added (vocabulary {n_vocab} -> {len(tokenizer)})' if len(tokenizer) > n_vocab else 'already in the vocabulary'
-        print(f'mask token {d.mask_token!r} = id {mask_id}, {how}')
-    if d.mode == 'block_diffusion':
-        return BlockDiffusionLM(backbone, b.self_conditioning, shift_logits=b.shift_logits, block_size=b.block_size,
-                                mask_token_id=mask_id), mask_id
-    if d.mode == 'idlm':
-        return IntrospectiveDiffusionLM(backbone, block_size=cfg.idlm.block_size), mask_id
-    if d.mode == 'hybrid':                                           # clean copy causal, noisy copy block-wise (08c_hybrid)
-        return HybridDiffusionLM(backbone, block_size=cfg.hybrid.block_size, mask_token_id=mask_id), mask_id
-    shift = d.mode == 'mdlm' and cfg.mdlm.shift_logits                  # Dream's shift: an mdlm setting
-    return MaskedDiffusionLM(backbone, supervise_padding=d.supervise_padding, shift_logits=shift), mask_id
+    "`(wrapper, mask_token_id)`: the mode's model around `backbone` (its registered `build`; a mask token added where it corrupts with one)."
+    return get_mode(cfg.dllm.mode).build(cfg, tokenizer, backbone, verbose)
 
 def build_strategy(cfg, tokenizer, mask_token_id, vocab_size: int):
-    "The `dllm_nb.strategies` strategy for `cfg.dllm.mode`, built from its typed settings (`settings_from_config`)."
-    from dllm_nb.strategies import get_strategy, settings_from_config
-    import dllm_nb.idlm, dllm_nb.dflash   # register the 'idlm' and 'dflash' strategies
-    return get_strategy(cfg.dllm.mode, **settings_from_config(cfg, mask_token_id, vocab_size, tokenizer.pad_token_id))
+    "The registered mode's strategy, built from its settings (its config section plus the runtime ids: `Settings.from_config`)."
+    mode = get_mode(cfg.dllm.mode)
+    S = mode.Strategy.Settings
+    return mode.Strategy(make_settings(S, mode.name, S.from_config(cfg, mask_token_id, vocab_size, tokenizer.pad_token_id)))
 
 # %% ../nbs/09_trainer.ipynb
 def build_collator(cfg, tokenizer):
-    "The `DLLMCollator` for the mode: block fill for hybrid/block_diffusion, response window for block_diffusion."
-    d = cfg.dllm
-    return DLLMCollator(tokenizer.pad_token_id, tokenizer.eos_token_id,
-                        block_size=mode_block_size(cfg) if d.mode in ('hybrid', 'block_diffusion') else None,
-                        pad_seq_len_divisible=cfg.data.pad_seq_len_divisible, supervise_padding=d.supervise_padding,
-                        response_window=d.mode == 'block_diffusion',
-                        response_canvas=d.response_canvas if d.mode in ('mdlm', 'hybrid') else None)
+    "The `DLLMCollator` for the mode: its registered `collate(cfg)` options (block fill, response window, response canvas)."
+    return DLLMCollator(tokenizer.pad_token_id, tokenizer.eos_token_id, pad_seq_len_divisible=cfg.data.pad_seq_len_divisible,
+                        supervise_padding=cfg.dllm.supervise_padding, **get_mode(cfg.dllm.mode).collate(cfg))
 
 def load_data(cfg) -> tuple:
     "`(tokenizer, train, validation)`: what `Trainer` needs before any model (the CLI loads it before the process group forms)."
@@ -214,6 +192,7 @@ def _output_dir_problems(cfg, is_main: bool, rerun: str = RERUN_HINT) -> list[st
         print(f"train.overwrite=true: deleted the previous run in {d}", flush=True)
     return []
 
+# %% ../nbs/09_trainer.ipynb
 def _model_path_problem(key: str, path: str | None) -> str | None:
     if path is None or Path(path).expanduser().exists(): return None
     if path.startswith(('.', '/', '~')) or not re.fullmatch(r'[\w.-]+(/[\w.-]+)?', path):
@@ -229,6 +208,7 @@ def _dataset_problem(name: str) -> str | None:
     known = ', '.join(f'builtin:{k}' for k in sorted({*TASKS, *MIXES}))
     return f"data.dataset={name!r} is not a built-in dataset; known: {known} (or give a local file or a hub id)"
 
+# %% ../nbs/09_trainer.ipynb
 def preflight(cfg, is_main: bool = True, rerun: str = RERUN_HINT) -> None:
     "Check what would otherwise fail after minutes of setup (output_dir, model paths, dataset, optional packages); `ConfigError`."
     # rerun: the ways out of an output_dir that holds a run, in the launcher's words (the Makefile passes make commands)
@@ -327,9 +307,11 @@ def maybe_resume(self: Trainer) -> int:
 
 @patch
 def train_loader(self: Trainer, start: int, stop: int):
-    "Steps `start..stop-1` of this rank's micro-batches, collated by `data.num_workers` processes (pinned on a GPU)."
-    return step_loader(self.sampler, self.train_ds, self.collator, start, stop, self.num_workers,
-                       pin_memory=self.dist.device.type == 'cuda')
+    "Steps `start..stop-1` of this rank's micro-batches (`data.num_workers` collate); each hand-out advances the sampler past its step."
+    for mbs in step_loader(self.sampler, self.train_ds, self.collator, start, stop, self.num_workers,
+                           pin_memory=self.dist.device.type == 'cuda'):
+        self.sampler.step = mbs[0].step + 1
+        yield mbs
 
 # %% ../nbs/09_trainer.ipynb
 class NonFiniteError(RuntimeError):
@@ -363,7 +345,7 @@ class DeferredInterrupt:
 
 # %% ../nbs/09_trainer.ipynb
 @patch
-def fit(self: Trainer, stop_at: int | None = None) -> list[dict]:
+def fit(self: Trainer, stop_at: int | None = None) -> list[StepRecord]:
     "Train to `max_steps` (resuming if asked; `stop_at` ends early, as a kill would) holding the folder's lock; this run's records."
     mine = self.dist.is_main and not holds_lock(self.run_dir)          # the CLI took it already, before any setup
     if mine and (busy := lock_run_dir(self.run_dir)): raise ConfigError([busy])
@@ -371,8 +353,9 @@ def fit(self: Trainer, stop_at: int | None = None) -> list[dict]:
     finally:
         if mine: unlock_run_dir(self.run_dir)
 
+# %% ../nbs/09_trainer.ipynb
 @patch
-def _fit(self: Trainer, stop_at: int | None = None) -> list[dict]:
+def _fit(self: Trainer, stop_at: int | None = None) -> list[StepRecord]:
     t, start = self.cfg.train, self.maybe_resume()                    # a refused resume raises before any file is written
     val = self.val_batches()
     self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -383,17 +366,17 @@ def _fit(self: Trainer, stop_at: int | None = None) -> list[dict]:
     records, self._tic, bad = [], time.perf_counter(), 0               # bad: consecutive non-finite steps
     self.model.train()
     if start == 0 and t.eval_every and val:                             # the starting point of the validation curve
-        rec0 = validate(self.model, self.strategy, val)
-        self.logger.log(0, rec0, echo=None if self.quiet else bar.write); records.append(dict(step=0, **rec0))
+        rec0 = StepRecord(0, **validate(self.model, self.strategy, val))
+        self.logger.log(0, rec0, echo=None if self.quiet else bar.write); records.append(rec0)
     # under torchrun each rank gets the signal at its own moment: the ranks agree on it at every step end (one reduction)
     with DeferredInterrupt() as intr:
         try:
             for mbs in self.train_loader(start, min(t.max_steps, stop_at or t.max_steps)):
                 step = mbs[0].step
                 rec = self.fit_step(step, val, bad, bar, mbs)
-                bad = bad + 1 if rec.get('skipped') else 0
+                bad = bad + 1 if rec.skipped else 0
                 if bad >= t.max_bad_steps: raise NonFiniteError(self.diverged(step + 1, bad))
-                records.append(dict(step=step + 1, **rec)); bar.update(1)
+                records.append(rec); bar.update(1)
                 last, stop = step + 1 == t.max_steps, intr.agreed(self.dist.world_size)
                 if t.save_every and (step + 1) % t.save_every == 0 or last or stop: self.save(step + 1, bar)
                 if stop: raise Interrupted(stop)
@@ -401,30 +384,30 @@ def _fit(self: Trainer, stop_at: int | None = None) -> list[dict]:
     if self.dist.is_main: plot_metrics(read_metrics(self.run_dir), self.run_dir / 'loss_curve.png')
     return records
 
+# %% ../nbs/09_trainer.ipynb
 @patch
-def fit_step(self: Trainer, step: int, val, bad: int, bar, mbs: list) -> dict:
+def fit_step(self: Trainer, step: int, val, bad: int, bar, mbs: list) -> StepRecord:
     "One optimizer step on `mbs` (skipped if non-finite), validation and logging; returns the step's record."
     t = self.cfg.train
-    self.sampler.step = step + 1                                        # a checkpoint of this step resumes at the next
     cpu0 = time.process_time()
     with self.autocast():
         res = train_step(self.model, self.strategy, self.optimizer, [self.micro_batch(m) for m in mbs],
                          self.dist.world_size, t.grad_clip, scheduler=self.scheduler)
     dt, self._tic = time.perf_counter() - self._tic, time.perf_counter()  # since the previous step ended
-    rec = dict(loss=res.loss, dllm_loss=res.dllm_loss, ar_loss=res.ar_loss, grad_norm=res.grad_norm,
-               lr=self.scheduler.get_last_lr()[0], tokens_per_step=res.tokens, tps=res.tokens / dt,
-               supervised_tokens=res.supervised_tokens, mem=memory_mb(self.dist.device), mode=self.cfg.dllm.mode,
-               cpu_s=time.process_time() - cpu0)                        # this process's CPU seconds for the step
+    rec = StepRecord(step + 1, loss=res.loss, dllm_loss=res.dllm_loss, ar_loss=res.ar_loss, grad_norm=res.grad_norm,
+                     lr=self.scheduler.get_last_lr()[0], tokens_per_step=res.tokens, tps=res.tokens / dt,
+                     supervised_tokens=res.supervised_tokens, mem=memory_mb(self.dist.device), mode=self.cfg.dllm.mode,
+                     cpu_s=time.process_time() - cpu0, skipped=res.skipped)   # cpu_s: this process's CPU seconds for the step
     if res.skipped:
-        rec['skipped'] = 1
         if self.dist.is_main: bar.write(f"step {step + 1}: loss={res.loss:.4g} grad_norm={res.grad_norm:.4g} is not finite; "
                                         f"optimizer step skipped ({bad + 1} in a row, train.max_bad_steps={t.max_bad_steps})")
     if t.eval_every and val and ((step + 1) % t.eval_every == 0 or step + 1 == t.max_steps):
-        rec.update(validate(self.model, self.strategy, val))
-    if (step + 1) % t.log_every == 0 or 'val_loss' in rec or step + 1 == t.max_steps or res.skipped:
+        rec = dataclasses.replace(rec, **validate(self.model, self.strategy, val))
+    if (step + 1) % t.log_every == 0 or rec.val_loss is not None or step + 1 == t.max_steps or res.skipped:
         self.logger.log(step + 1, rec, echo=None if self.quiet else bar.write)
     return rec
 
+# %% ../nbs/09_trainer.ipynb
 @patch
 def save(self: Trainer, step: int, bar=None) -> Path | None:
     "Checkpoint `step` (collective); weights that are NaN/inf are not written, and rank 0 says so."

@@ -36,3 +36,49 @@ def test_module_level_imports_have_no_cycle():
         for n in sorted(graph.get(m, ())): visit(n, stack + [m])
         state[m] = 'done'
     for m in graph: visit(m, [])
+
+
+def all_imports(path: Path) -> set:
+    "Every package module `path` imports, at any depth of its code (lazy imports inside functions too)."
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or '').startswith('dllm_nb')):
+            mod = (node.module or '').removeprefix('dllm_nb.').removeprefix('dllm_nb')
+            out |= {mod} if mod else {a.name for a in node.names}                 # `from . import mdlm, hybrid`
+    return out
+
+
+def cycle(graph: dict) -> list | None:
+    "One import cycle of `graph` (module -> imported modules), or None."
+    state = {}
+    def visit(m, stack):
+        if state.get(m) == 'done': return None
+        if state.get(m) == 'open': return stack[stack.index(m):] + [m]
+        state[m] = 'open'
+        for n in sorted(graph.get(m, ())):
+            if n in graph and (c := visit(n, stack + [m])): return c
+        state[m] = 'done'
+    return next((c for m in graph if (c := visit(m, []))), None)
+
+
+# the CLI / export layer: loads checkpoints of any mode, so it sits above everything (its lazy imports may point anywhere)
+CLI_LAYER = {'export', 'lora', 'train', 'eval', 'harness', 'widgets'}
+
+
+def test_no_cycle_even_through_lazy_imports():
+    "Issue 23: the registry, the modes, the samplers, config, trainer and generate form no cycle, lazy imports included."
+    graph = {p.stem: all_imports(p) - CLI_LAYER for p in MODULES if p.stem not in CLI_LAYER}
+    assert cycle(graph) is None, f"import cycle: {' -> '.join(cycle(graph))}"
+    assert cycle(dict(a={'b'}, b={'c'}, c={'a'})) == ['a', 'b', 'c', 'a']      # the check can fail
+
+
+LOOKUP_LAYER = ('trainer', 'generate', 'train')                # config names modes only in its legacy-key map and its default
+
+
+def test_the_lookup_layer_names_no_mode():
+    "Issue 23: trainer, generate and train look modes up in the registry; no mode name appears in their code as a string."
+    from dllm_nb.modes import mode_names
+    for m in LOOKUP_LAYER:
+        strings = {n.value for n in ast.walk(ast.parse((PKG / f'{m}.py').read_text()))
+                   if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+        assert not strings & set(mode_names()), (m, strings & set(mode_names()))

@@ -41,7 +41,7 @@ def all_losses(d, sl, dens):
     pairs = ar_pair_mask(attn)
     return dict(
         mdlm=mdlm_loss(lg, x0, noise, lm, p, dens['sup']),
-        hybrid=hybrid_loss(lg, x0, noise, lm, p, dens['noise'], dens['sup'], ar_loss_alpha=0.3, ar_logits=lg),
+        hybrid=hybrid_loss(lg, x0, noise, lm, p, dens["noise"], dens["sup"], diffusion_weight=0.3, ar_logits=lg),
         bd=block_diffusion_loss(lg, x0, lm, dens['sup'], lg, x0, pairs, dens['pairs'], encoder_loss_weight=0.5),
         ar=ar_loss(lg, x0, pairs, dens['pairs']))
 

@@ -16,7 +16,7 @@
 3. `check_site` lists links to missing pages and images neither embedded nor present (the build fails on any;
    `--no-check` skips it), and warns about links to missing anchors.
 """
-import argparse, ast, html, os, re, shutil, sys
+import argparse, contextlib, ast, html, os, re, shutil, sys
 from configparser import ConfigParser
 from pathlib import Path
 
@@ -174,12 +174,27 @@ def check_site(out: Path) -> tuple[list[str], list[str]]:
     return problems, anchors
 
 
+@contextlib.contextmanager
+def _registries_kept():
+    """The doc executor re-runs export cells in its own namespace, and a cell that registers a mode or strategy
+    (`register_mode(...)`) would replace the package's record with the notebook's copy in this process (a test run
+    builds the docs in-process): restore the registries afterwards."""
+    import dllm_nb.modes                                        # the package's records: what to keep
+    from dllm_nb.core import STREAMS
+    from dllm_nb.registry import MODES
+    from dllm_nb.strategies import STRATEGIES
+    saved = [(d, dict(d)) for d in (MODES, STRATEGIES, STREAMS)]
+    try: yield
+    finally:
+        for d, old in saved: d.clear(); d.update(old)
+
+
 def build(out: Path = ROOT / '_site') -> list[str]:
     "Process the notebooks with nbdev and render every page into `out`; returns the page names written."
     from nbdev.quarto import proc_nbs
     os.chdir(ROOT)
     _run_imports_only()
-    proc_nbs(NBS, n_workers=0)
+    with _registries_kept(): proc_nbs(NBS, n_workers=0)
     proc = ROOT / '_proc'
     nbs = sorted(p for p in proc.rglob('*.ipynb') if not p.name.startswith(('_', '.')))
     nbs.sort(key=lambda p: (p.stem != 'index', str(p.relative_to(proc))))
