@@ -10,9 +10,8 @@ and schedule, so every row sees the same examples:
   * `ar`      - `configs/smollm2_ar.yaml`: causal SFT (`dllm.mode=ar`), the baseline;
   * `bd`      - `configs/smollm2_adapt.yaml`: block diffusion adapted from the AR weights (shifted logits, random-token
                 noise, encoder next-token loss), full fine-tune;
-  * `bd_lora` - LoRA (`model.lora.rank=16`, every attention and MLP projection) at lr 5e-4 (adapters want a larger
-                step than a full fine-tune) with mask-token noise: the recipe before the ablation showed random-token
-                noise learning faster (not rerun for lack of time).
+  * `bd_lora` - the same recipe with LoRA (`model.lora.rank=16`, every attention and MLP projection) at lr 5e-4
+                (adapters want a larger step than a full fine-tune).
 Each run is `python -m dllm_nb.train` in its own process (OMP_NUM_THREADS=1), reused when `runs/adapt/<row>/final`
 exists. Columns:
   * steps, train CPU s/step (median of the run's logged per-step process CPU time, `cpu_s` in metrics.jsonl), CPU
@@ -53,8 +52,7 @@ VERIFY_ABLATION = {    # variant: (run folder under --runs, overrides of smollm2
 }
 ROWS = {'ar': ('AR SFT (full)', 'smollm2_ar.yaml', []),
         'bd': ('block diffusion (full)', 'smollm2_adapt.yaml', []),
-        'bd_lora': ('block diffusion (LoRA r=16, mask noise)', 'smollm2_adapt.yaml',
-                    ['model.lora.rank=16', 'train.lr=5e-4', 'block_diffusion.corruption=mask'])}
+        'bd_lora': ('block diffusion (LoRA r=16)', 'smollm2_adapt.yaml', ['model.lora.rank=16', 'train.lr=5e-4'])}
 
 
 def train(row: str, gguf: str, runs: Path, retrain: bool, extra: list, spec=None) -> dict:
