@@ -144,6 +144,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument('--raw', action='store_true', help='do not wrap prompts in the chat template')
     ap.add_argument('--device', default=None, help='default: cuda if available, else cpu')
     ap.add_argument('--speculative', action='store_true', help='--checkpoint is a DFlash drafter: greedy speculative decoding of its target')
+    ap.add_argument('--verified', action='store_true', help='block_diffusion with shift_logits: the canvas drafts, the encoder verifies (its greedy output)')
     return ap
 
 # %% ../nbs/12_generate.ipynb
@@ -166,6 +167,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     mode = mode_of_model(model)
     options = mode.sampler_options                                     # the optional arguments its sampler takes
     kw.update({k: getattr(args, k) for k in ('threshold', 'remasking') if k in options})
+    if args.verified:
+        if 'verified' not in options: print(f'error: --verified does not apply to a {mode.name} checkpoint', file=sys.stderr); return 2
+        if args.temperature or args.threshold is not None: print('error: --verified is greedy: drop --temperature/--threshold', file=sys.stderr); return 2
+        kw = dict(chat=kw['chat'], verified=True)
     if problem := _steps_problem(args, mode): print(f'error: {problem}', file=sys.stderr); return 2
     steps = args.steps or args.steps_per_block
     block_size = args.block_size or saved_block_size(args.checkpoint)

@@ -36,3 +36,27 @@ def test_encoder_loss_tokens_counts(tokens):
 def test_encoder_loss_tokens_is_checked():
     with pytest.raises(Exception, match='encoder_loss_tokens'):
         _strategy('block_diffusion', 'block_diffusion.encoder_loss_tokens=prompt')
+
+
+def _cli(*args):
+    import os, subprocess, sys
+    env = {**os.environ, 'PYTHONPATH': os.getcwd(), 'OMP_NUM_THREADS': '1'}
+    return subprocess.run([sys.executable, '-m', 'dllm_nb.generate', *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_generate_cli_verified_is_the_encoders_greedy_output(tmp_path):
+    from dllm_nb.data import load_tokenizer
+    from dllm_nb.fast_sampling import generate_autoregressive_cached
+    from dllm_nb.models import BlockDiffusionLM, build_backbone, tiny_config
+    tok = load_tokenizer(); torch.manual_seed(0)
+    model = BlockDiffusionLM(build_backbone(tiny_config('llama', vocab_size=len(tok), hidden_size=32)), self_conditioning=False,
+                             shift_logits=True, block_size=4).eval()
+    model.save_pretrained(tmp_path / 'ckpt')
+    prompts = ['What is 12 + 34?', 'Reverse the words: cat dog']
+    r = _cli('--checkpoint', str(tmp_path / 'ckpt'), *[a for p in prompts for a in ('--prompt', p)], '--max-new-tokens', '10',
+             '--device', 'cpu', '--verified')
+    assert r.returncode == 0, r.stderr
+    ref = generate_autoregressive_cached(model, prompts, 10, tok).sequences
+    assert r.stdout.splitlines() == [f'{p} -> {tok.decode(s)}' for p, s in zip(prompts, ref)]
+    bad = _cli('--checkpoint', str(tmp_path / 'ckpt'), '--prompt', 'Hi', '--verified', '--threshold', '0.9')
+    assert bad.returncode == 2 and '--verified is greedy' in bad.stderr
