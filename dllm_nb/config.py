@@ -111,6 +111,8 @@ class DFlashConfig:
     loss_gamma: Optional[float] = None      # decay of the per-position loss weight; None = paper default for block_size
     num_blocks_per_sample: int = 8          # anchors (blocks) per training sequence
     anchor_sampling: Literal['independent', 'non_overlapping'] = 'independent'  # how anchors are drawn per row
+    draft_vocab_size: int = 0               # 0 = the target's whole vocabulary; K = the K most frequent training tokens (smaller head)
+    cache_target_features: bool = False     # keep each training row's target features in memory (the target runs once per row)
 
 @dataclass
 class TrainConfig:
@@ -390,6 +392,7 @@ def _dflash_problems(x: DLLMConfig, f: DFlashConfig, lora: LoRAConfig) -> list[s
     p = [] if f.target else ["dllm.mode=dflash needs dflash.target=<causal LM checkpoint dir, hub id or .gguf>"]
     if lora.rank: p.append(f"model.lora.rank={lora.rank}: dflash trains a small drafter from scratch (its target is frozen), so LoRA does not apply; set model.lora.rank=0")
     if f.block_size < 2: p.append(f"dflash.block_size={f.block_size} must be >= 2 (an anchor plus drafted tokens)")
+    if f.draft_vocab_size < 0: p.append(f"dflash.draft_vocab_size={f.draft_vocab_size} must be >= 0 (0 = the whole vocabulary)")
     for k in ('num_layers', 'num_blocks_per_sample'):
         if getattr(f, k) < 1: p.append(f"dflash.{k}={getattr(f, k)} must be >= 1")
     if f.loss_gamma is not None and f.loss_gamma <= 0: p.append(f"dflash.loss_gamma={f.loss_gamma} must be > 0 (or null)")
