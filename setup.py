@@ -48,10 +48,10 @@ setup(
     python_requires=f">={cfg['min_python']}",
     # The presets in the repository's configs/ travel as dllm_nb/configs/ (one copy: `--config default` resolves there
     # after a plain `pip install`); the data folders are listed as packages so setuptools ships them without warnings.
-    packages=find_packages(include=['dllm_nb']) + ['dllm_nb.assets', 'dllm_nb.assets.tokenizer', 'dllm_nb.configs'],
+    packages=find_packages(include=['dllm_nb']) + ['dllm_nb.assets', 'dllm_nb.assets.tokenizer', 'dllm_nb.assets.prompts', 'dllm_nb.configs'],
     package_dir={'dllm_nb.configs': 'configs'},
     include_package_data=True,
-    package_data={'dllm_nb.assets.tokenizer': ['*'], 'dllm_nb.configs': ['*.yaml']},
+    package_data={'dllm_nb.assets.tokenizer': ['*'], 'dllm_nb.assets.prompts': ['*.jsonl'], 'dllm_nb.configs': ['*.yaml']},
     install_requires=requirements,
     extras_require={'dev': dev_requirements, 'gguf': gguf_requirements, 'tensorboard': ['tensorboard>=2.14'],
                     'lora': ['peft>=0.13'],    # model.lora.rank > 0, and loading a LoRA final/

@@ -1,7 +1,16 @@
 """DFlash speculative decoding (not a timed test): `python bench/speculative.py [--out runs/spec] [--n 20]`.
 
-1. target: the tiny AR baseline of `bench/learns.py` (the default config's backbone, causal next-token loss on the
-   response, same data order and optimizer) trained for `--target-steps`, saved as an HF folder `OUT/target`;
+Real target (`--target T --drafter D`): SmolLM2-135M-Instruct (the .gguf or its HF folder) and a drafter trained for it
+(configs/dflash_smollm2_cpu.yaml); the held-out prompts of the shipped prompt set (`shipped:test`, first `--n`), at
+batch 1 and each `--batch-sizes` size: tau and its histogram, the target's greedy tokens/s (HF `generate`, KV cache, the
+same batch size), speculative tokens/s, speed-up and `identical` (every prompt token-identical to the target's own
+batch-1 greedy output), timed in process CPU time after one warm-up. Last line:
+`dflash on <target>: tau T, X.XXx tokens/s at batch 1, identical: True`.
+
+Tiny target (default):
+
+1. target: the tiny AR baseline (`dllm.mode=ar`: the default config's backbone, causal next-token loss on the
+   response, same data order and optimizer) trained for `--target-steps`, its `final/` copied to `OUT/target`;
 2. drafter: `python -m dllm_nb.train dllm.mode=dflash dflash.target=OUT/target ...` for `--drafter-steps`, `OUT/drafter`;
 3. the first `--n` test prompts of each built-in task, one at a time (batch 1): the target's own greedy decoding
    (HF `generate`, KV cache) vs `dllm_nb.dflash.speculative_generate`, both timed after one warm-up prompt.
@@ -15,19 +24,18 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from learns import train_autoregressive  # noqa: E402
-from dllm_nb.config import load_config  # noqa: E402
 from dllm_nb.data import task_examples  # noqa: E402
-from dllm_nb.dflash import DFlashDrafter, speculative_generate, target_greedy  # noqa: E402
+from dllm_nb.dflash import DFlashDrafter, draft_block, speculative_generate, target_greedy  # noqa: E402
 from dllm_nb.generate import encode_prompts  # noqa: E402
-from dllm_nb.trainer import Trainer  # noqa: E402
 
 
 def train_target(out: Path, steps: int):
-    cfg = load_config(None, ['dllm.mode=mdlm', f'output_dir={out}/target_run', f'train.max_steps={steps}'], world_size=1)
-    tr = Trainer(cfg, quiet=True)
-    model = train_autoregressive(cfg, tr)
-    model.save_pretrained(out / 'target'); tr.tokenizer.save_pretrained(out / 'target')
+    "The default config's backbone trained as a plain causal LM (`dllm.mode=ar`); its `final/` is an HF folder."
+    import shutil
+    from dllm_nb.train import main
+    if main(['dllm.mode=ar', f'output_dir={out}/target_run', f'train.max_steps={steps}', 'train.save_every=0']):
+        raise SystemExit('target training failed')
+    shutil.copytree(out / 'target_run' / 'final', out / 'target')
 
 
 def train_drafter(out: Path, steps: int, block_size: int, extra: list[str]):
@@ -41,18 +49,86 @@ def timed(fn):
     tic = time.perf_counter(); res = fn(); return res, time.perf_counter() - tic
 
 
+def cpu_timed(fn):
+    tic = time.process_time(); res = fn(); return res, time.process_time() - tic
+
+
+def bench_real(args):
+    "The real-target bench (see the module docstring)."
+    from dllm_nb.data import load_tokenizer
+    from dllm_nb.dflash import read_prompts
+    torch.set_num_threads(1)
+    target_path = str(Path(args.target).resolve()) if Path(args.target).exists() else args.target
+    tok = load_tokenizer(args.target)
+    drafter = DFlashDrafter.from_pretrained(args.drafter)
+    if drafter.config.target != target_path: print(f'note: the drafter records target {drafter.config.target}')
+    target = drafter.target
+    prompts = read_prompts(args.prompts)[:args.n]
+    ids, eos, N = encode_prompts(prompts, tok), tok.eos_token_id, args.max_new_tokens
+    target_greedy(target, ids[:1], 8, eos); speculative_generate(drafter, ids[:1], 8, eos)      # warm-up
+    ref, t_ref = cpu_timed(lambda: target_greedy(target, ids, N, eos))                          # batch 1: the reference
+    n_ref = sum(map(len, ref))
+    print(f'target {args.target}; drafter {args.drafter} (block size {drafter.config.block_size}, '
+          f'{sum(p.numel() for p in drafter.parameters()) / 1e6:.2f}M parameters); {len(ids)} held-out prompts, '
+          f'max_new_tokens {N}; times are process CPU seconds (1 thread)')
+    print(f"{'batch':>5} {'tau':>5} {'target tok/s':>12} {'spec tok/s':>10} {'speed-up':>8} {'identical':>9}  accepted tokens per call")
+    res, t_draft = {}, [0.0]
+    def timed_draft(*a):                                  # the profile's split: drafter vs target verification
+        out, dt = cpu_timed(lambda: draft_block(*a)); t_draft[0] += dt; return out
+    for B in args.batch_sizes:
+        if B == 1: t_ar, n_ar = t_ref, n_ref
+        else:
+            t_ar = n_ar = 0
+            for s in range(0, len(ids), B):
+                x, am = _left(ids[s:s + B])
+                out, dt = cpu_timed(lambda: target.generate(x, attention_mask=am, max_new_tokens=N, do_sample=False,
+                                                             eos_token_id=eos, pad_token_id=eos))
+                t_ar += dt; n_ar += sum(len(_cut(r, eos)) for r in out[:, x.shape[1]:].tolist())
+        t_sp, seqs, acc = 0, [], []
+        t_draft[0] = 0
+        for s in range(0, len(ids), B):
+            sp, dt = cpu_timed(lambda: speculative_generate(drafter, ids[s:s + B], N, eos, draft_fn=timed_draft))
+            t_sp += dt; seqs += sp.sequences; acc += sp.accept_lengths
+        tau, n_sp, same = sum(acc) / len(acc), sum(map(len, seqs)), seqs == ref
+        hist = dict(sorted(collections.Counter(acc).items()))
+        res[B] = (tau, n_sp / t_sp / (n_ar / t_ar), same)
+        print(f'{B:>5} {tau:>5.2f} {n_ar / t_ar:>12.1f} {n_sp / t_sp:>10.1f} {res[B][1]:>7.2f}x {str(same):>9}  {hist}  '
+              f'(drafting {100 * t_draft[0] / t_sp:.0f}% of the time)')
+    print(f'sample: {prompts[0]!r} -> {tok.decode(ref[0])!r}')
+    tau, speed, same = res[1] if 1 in res else next(iter(res.values()))
+    print(f'dflash on {Path(args.target).name}: tau {tau:.2f}, {speed:.2f}x tokens/s at batch 1, identical: {same}')
+
+
+def _left(rows):
+    from dllm_nb.dflash import _left_pad
+    return _left_pad(rows, 'cpu')
+
+
+def _cut(row, eos):
+    return row[:row.index(eos)] if eos in row else row
+
+
 def main():
     from datasets import disable_progress_bars
     disable_progress_bars()
     ap = argparse.ArgumentParser()
+    ap.add_argument('--target', default=None, help='a real causal target (.gguf / HF folder): bench it with --drafter')
+    ap.add_argument('--drafter', default=None, help="the drafter's final/ folder (with --target)")
+    ap.add_argument('--prompts', default='shipped:test', help='prompts for --target (shipped:test = the held-out split)')
+    ap.add_argument('--batch-sizes', type=int, nargs='+', default=[1, 4])
     ap.add_argument('--out', default='runs/spec')
     ap.add_argument('--target-steps', type=int, default=600)
     ap.add_argument('--drafter-steps', type=int, default=600)
     ap.add_argument('--block-size', type=int, default=8)
-    ap.add_argument('--n', type=int, default=20, help='test prompts per task')
-    ap.add_argument('--max-new-tokens', type=int, default=48)
+    ap.add_argument('--n', type=int, default=None, help='test prompts per task (tiny: 20) / held-out prompts (--target: all)')
+    ap.add_argument('--max-new-tokens', type=int, default=None, help='tiny: 48, --target: 64')
     ap.add_argument('overrides', nargs='*')
     args = ap.parse_args()
+    if args.target:
+        if not args.drafter: raise SystemExit('--target needs --drafter DIR (a drafter trained for it)')
+        args.max_new_tokens = args.max_new_tokens or 64
+        return bench_real(args)
+    args.n, args.max_new_tokens = args.n or 20, args.max_new_tokens or 48
     out = Path(args.out)
     tic = time.perf_counter()
     if not (out / 'target' / 'config.json').exists(): train_target(out, args.target_steps)

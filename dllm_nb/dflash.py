@@ -18,14 +18,16 @@ from .loss import LossParts
 from .stages import Batch, Counts, Stage
 from .registry import Mode, register_mode, section_values
 from .strategies import register_strategy
+from fastcore.imports import IN_NOTEBOOK
 
 # %% auto 0
-__all__ = ['ANCHOR_SAMPLING', 'MASKED', 'DRAFTER_CONFIG', 'DRAFTER_WEIGHTS', 'WEIGHT_QUANTUM', 'DFLASH', 'anchor_candidates',
-           'sample_anchors', 'Blocks', 'make_blocks', 'dflash_mask_mod', 'dflash_mask', 'dflash_block_mask',
-           'DrafterConfig', 'default_layer_ids', 'default_gamma', 'rope', 'DrafterLayer', 'DFlashDrafter',
-           'target_features', 'load_target', 'decay_weights', 'quantized_weights', 'block_weights', 'dflash_loss',
-           'Anchored', 'DFlashSettings', 'DFlashStrategy', 'build_dflash_model', 'SpecOutput', 'draft_block',
-           'speculative_generate', 'target_greedy', 'speculative_cli']
+__all__ = ['ANCHOR_SAMPLING', 'MASKED', 'DRAFTER_CONFIG', 'DRAFTER_WEIGHTS', 'WEIGHT_QUANTUM', 'DFLASH', 'PROMPT_SET',
+           'anchor_candidates', 'sample_anchors', 'Blocks', 'make_blocks', 'dflash_mask_mod', 'dflash_mask',
+           'dflash_block_mask', 'DrafterConfig', 'default_layer_ids', 'default_gamma', 'rope', 'DrafterLayer',
+           'DFlashDrafter', 'target_features', 'load_target', 'decay_weights', 'quantized_weights', 'block_weights',
+           'dflash_loss', 'Anchored', 'DFlashSettings', 'DFlashStrategy', 'draft_vocab', 'build_dflash_model',
+           'SpecOutput', 'draft_block', 'speculative_generate', 'target_greedy', 'speculative_cli', 'prompt_set',
+           'read_prompts', 'self_distill', 'main']
 
 # %% ../nbs/15_dflash.ipynb
 ANCHOR_SAMPLING = ('independent', 'non_overlapping')
@@ -128,6 +130,7 @@ class DrafterConfig:
     target: Optional[str] = None          # the frozen target checkpoint (path or hub id): not saved with the drafter
     target_dtype: str = 'float32'         # dtype the target is loaded in
     target_info: dict = field(default_factory=dict)  # the target's model_type / sizes, checked when it is re-attached
+    draft_vocab_size: int = 0             # 0: drafts over the whole vocabulary; K: over `vocab_ids` (saved buffer) only
 
 def default_layer_ids(num_target_layers: int, n: int = 3) -> tuple[int, ...]:
     "`n` target layers spread evenly from layer 1 to the last."
@@ -181,7 +184,9 @@ class DFlashDrafter(nn.Module):
         self.ctx_norm, self.norm = nn.RMSNorm(H, eps=c.rms_eps), nn.RMSNorm(H, eps=c.rms_eps)
         self.mask_embed = nn.Parameter(torch.randn(H) * 0.02)
         self.layers = nn.ModuleList(DrafterLayer(c) for _ in range(c.num_layers))
-        self._target = []
+        if c.draft_vocab_size:                 # the token ids the drafter may propose (its head = these rows of the target's)
+            self.register_buffer('vocab_ids', torch.arange(c.draft_vocab_size))
+        self._target, self._head, self.feature_cache = [], None, None  # feature_cache: {row tokens: features}, or None
         if target is not None: self.attach(target)
 
     @property
@@ -211,6 +216,45 @@ class DFlashDrafter(nn.Module):
         e = self.target.get_input_embeddings()(ids.clamp_min(0)).to(self.mask_embed.dtype)   # drafter dtype (target may be bf16)
         return torch.where((ids == MASKED)[..., None], self.mask_embed, e)
 
+    def head_weight(self) -> Tensor:
+        "The LM head's rows the drafter scores: the target's whole head, or its `vocab_ids` rows (sliced once, kept)."
+        head = self.target.get_output_embeddings()
+        if head.bias is not None: raise ValueError("DFlash drafters need a bias-free LM head (as in Llama/Qwen targets).")
+        if not self.config.draft_vocab_size: return head.weight
+        key = (head.weight.data_ptr(), head.weight.dtype, self.vocab_ids.data_ptr(), self.vocab_ids._version)
+        if self._head is None or self._head[0] != key: self._head = (key, head.weight[self.vocab_ids].detach())
+        return self._head[1]
+
+    def to_token_ids(self, idx: Tensor) -> Tensor:
+        "Head indices (argmax of the drafter's logits) -> token ids."
+        return self.vocab_ids[idx] if self.config.draft_vocab_size else idx
+
+    def to_head_ids(self, tokens: Tensor) -> Tensor:
+        "Token ids -> head indices; -100 (ignored by the loss) for tokens outside the draft vocabulary."
+        if not self.config.draft_vocab_size: return tokens
+        inv = torch.full((self.target.get_output_embeddings().weight.shape[0],), -100, dtype=torch.long, device=tokens.device)
+        inv[self.vocab_ids] = torch.arange(len(self.vocab_ids), device=tokens.device)
+        return inv[tokens]
+
+    def context_features(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
+        """The frozen target's features `[B, T, len(layer_ids) * H]` (no grad). With `feature_cache` (a dict) each row's
+        features at its attended positions are kept under the row's tokens: a row seen before costs no target pass."""
+        keys = None
+        if self.feature_cache is not None:
+            am = attention_mask.bool()
+            keys = [tuple(r[m].tolist()) for r, m in zip(input_ids, am)]
+            if all(k in self.feature_cache for k in keys):
+                F_ = next(iter(self.feature_cache.values())).shape[-1]
+                out = torch.zeros(*input_ids.shape, F_, device=input_ids.device, dtype=self.fc.weight.dtype)
+                for b, k in enumerate(keys): out[b, am[b]] = self.feature_cache[k].to(out.device, out.dtype)
+                return out
+        with torch.no_grad():
+            out = self.target(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True, use_cache=False)
+            feats = target_features(self, out)
+        if keys is not None:
+            for b, k in enumerate(keys): self.feature_cache[k] = feats[b, am[b]].clone()
+        return feats
+
     def project(self, feats: Tensor) -> Tensor:
         "Target features `[B, L, len(layer_ids) * H]` -> context states `[B, L, H]`."
         return self.ctx_norm(self.fc(feats.to(self.fc.weight.dtype)))
@@ -222,15 +266,12 @@ class DFlashDrafter(nn.Module):
         The context is `ctx` (projected target features `[B, T, H]`), or computed here by running the frozen target on
         the clean `input_ids` (training)."""
         if ctx is None:
-            with torch.no_grad():
-                out = self.target(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True,
-                                  use_cache=False)
-            ctx = self.project(target_features(self, out))
+            ctx = self.project(self.context_features(input_ids, attention_mask))
             ctx_position_ids = torch.arange(input_ids.shape[1], device=input_ids.device)[None].expand(len(input_ids), -1)
         h = self.embed(block_ids)
         for layer in self.layers: h = layer(h, ctx, position_ids, ctx_position_ids, mask)
-        head = self.target.get_output_embeddings()
-        return head(self.norm(h).to(head.weight.dtype))
+        W = self.head_weight()
+        return F.linear(self.norm(h).to(W.dtype), W)     # [B, Q, V] or [B, Q, draft_vocab_size]
 
 # %% ../nbs/15_dflash.ipynb
 def target_features(drafter, out) -> Tensor:
@@ -288,10 +329,12 @@ def block_weights(blocks: Blocks, gamma: float) -> Tensor:
     w = quantized_weights(int(blocks.offset.max()) + 1, gamma).to(blocks.offset.device)
     return w[blocks.offset] * blocks.loss_mask
 
-def dflash_loss(logits: Tensor, blocks: Blocks, gamma: float, weight_sum) -> LossParts:
-    "Decay-weighted CE over the scored block positions: local weighted sum / **global** weight sum (quantized units)."
+def dflash_loss(logits: Tensor, blocks: Blocks, gamma: float, weight_sum, targets: Optional[Tensor] = None) -> LossParts:
+    """Decay-weighted CE over the scored block positions: local weighted sum / **global** weight sum (quantized units).
+    `targets` (default `blocks.targets`): head indices when the drafter has a draft vocabulary (-100: not scored)."""
     w = block_weights(blocks, gamma).float()
-    nll = F.cross_entropy(logits.float().flatten(0, 1), blocks.targets.flatten(), reduction='none').view_as(w)
+    t = blocks.targets if targets is None else targets
+    nll = F.cross_entropy(logits.float().flatten(0, 1), t.flatten(), reduction='none', ignore_index=-100).view_as(w)
     loss = (nll * w).sum() / torch.as_tensor(weight_sum, device=w.device).float().clamp_min(1)
     return LossParts(loss, loss.detach(), None)
 
@@ -315,6 +358,8 @@ class DFlashSettings:
     loss_gamma: Optional[float] = None      # decay of the per-position loss weight; None = paper default for block_size
     num_blocks_per_sample: int = 8          # anchors (blocks) per training sequence
     anchor_sampling: Literal['independent', 'non_overlapping'] = 'independent'  # how anchors are drawn per row
+    draft_vocab_size: int = 0               # 0 = the target's whole vocabulary; K = the K most frequent training tokens (smaller head)
+    cache_target_features: bool = False     # keep each training row's target features in memory (the target runs once per row)
     @classmethod
     def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict:
         "Its section's values (dflash needs no runtime ones)."
@@ -324,6 +369,7 @@ class DFlashSettings:
         p = [] if self.block_size >= 2 else [f"dflash.block_size={self.block_size} must be >= 2 (an anchor plus drafted tokens)"]
         p += [f"dflash.{k}={getattr(self, k)} must be >= 1" for k in ('num_layers', 'num_blocks_per_sample') if getattr(self, k) < 1]
         if self.loss_gamma is not None and self.loss_gamma <= 0: p.append(f"dflash.loss_gamma={self.loss_gamma} must be > 0 (or null)")
+        if self.draft_vocab_size < 0: p.append(f"dflash.draft_vocab_size={self.draft_vocab_size} must be >= 0 (0 = the whole vocabulary)")
         if self.anchor_sampling not in ANCHOR_SAMPLING: p.append(f"anchor_sampling={self.anchor_sampling!r}; use one of {ANCHOR_SAMPLING}")
         if cfg is None: return p
         if not self.target: p.insert(0, "dllm.mode=dflash needs dflash.target=<causal LM checkpoint dir, hub id or .gguf>")
@@ -353,9 +399,20 @@ class DFlashStrategy:
         bl, b = stage.blocks, stage.batch
         mask = dflash_mask(bl.anchors, b.attention_mask, self.settings.block_size)
         logits = model(bl.ids, bl.position_ids, mask, input_ids=b.input_ids, attention_mask=b.attention_mask)
-        return dflash_loss(logits, bl, self.settings.gamma, counts.diffusion)
+        return dflash_loss(logits, bl, self.settings.gamma, counts.diffusion, getattr(model, 'module', model).to_head_ids(bl.targets))
 
 # %% ../nbs/15_dflash.ipynb
+def draft_vocab(token_rows, k: int, vocab_rows: int, always: Sequence[int] = ()) -> Tensor:
+    """`[k]` sorted token ids a drafter may propose: `always` (e.g. EOS), then the most frequent tokens of `token_rows`
+    (the training data), then the lowest remaining ids (BPE merge order: roughly the tokenizer corpus' most frequent)."""
+    import collections
+    if not 0 < k <= vocab_rows: raise ValueError(f"draft vocabulary size {k} must be in 1..{vocab_rows} (the target's vocabulary)")
+    counts = collections.Counter(t for r in token_rows for t in r)
+    picked = list(dict.fromkeys([*always, *(t for t, _ in counts.most_common())]))[:k]
+    seen = set(picked)
+    picked += [t for t in range(vocab_rows) if t not in seen][:k - len(picked)]
+    return torch.tensor(sorted(picked), dtype=torch.long)
+
 def build_dflash_model(cfg, tokenizer) -> tuple[DFlashDrafter, None]:
     "`(drafter, None)` for `dllm.mode=dflash`: the frozen target from `dflash.target`, a fresh drafter sized by `dflash:`."
     x = cfg.dflash
@@ -370,8 +427,15 @@ def build_dflash_model(cfg, tokenizer) -> tuple[DFlashDrafter, None]:
                       num_layers=x.num_layers, num_heads=x.num_heads or tc.num_attention_heads,
                       intermediate_size=x.intermediate_size or tc.intermediate_size, block_size=x.block_size,
                       vocab_size=tc.vocab_size, target=target_id, target_dtype=x.target_dtype,
-                      target_info=_target_info(tc))
-    return DFlashDrafter(c, target), None
+                      target_info=_target_info(tc), draft_vocab_size=x.draft_vocab_size)
+    drafter = DFlashDrafter(c, target)
+    if x.draft_vocab_size:                 # the most frequent tokens of the training data (+ EOS)
+        from dllm_nb.data import load_sft_dataset
+        ds = load_sft_dataset(cfg.data.dataset, 'train', tokenizer, max_len=cfg.data.max_len, overlong=cfg.data.overlong)
+        drafter.vocab_ids.copy_(draft_vocab(ds['input_ids'], x.draft_vocab_size, target.get_output_embeddings().weight.shape[0],
+                                            [t for t in (tokenizer.eos_token_id,) if t is not None]))
+    if x.cache_target_features: drafter.feature_cache = {}
+    return drafter, None
 
 # %% ../nbs/15_dflash.ipynb
 def _no_sampler(model, *a, **k):
@@ -385,13 +449,13 @@ DFLASH = register_mode(Mode('dflash', DFlashSettings, DFlashStrategy, build=lamb
 class SpecOutput:
     "Speculative decoding result."
     sequences: list[list[int]]   # new tokens per prompt, cut before the first EOS, at most max_new_tokens
-    accept_lengths: list[int]    # tokens committed per verification call (the batch-wide minimum + 1)
-    row_accept: list[list[int]]  # per row: tokens that row alone would have accepted per call
+    accept_lengths: list[int]    # tokens one row committed in one verification call (its agreement + 1), all rows' calls
+    row_accept: list[list[int]]  # per row: tokens it committed per call, while it was still generating
     target_calls: int            # target forwards, prefill included
 
     @property
     def tau(self) -> float:
-        "Mean acceptance length: tokens committed per verification call."
+        "Mean acceptance length: tokens a row commits per verification call."
         return sum(self.accept_lengths) / max(1, len(self.accept_lengths))
 
 def _left_pad(prompts: Sequence[Sequence[int]], device) -> tuple[Tensor, Tensor]:
@@ -411,7 +475,8 @@ def draft_block(drafter: DFlashDrafter, anchor: Tensor, pos: Tensor, ctx: Tensor
     ids = torch.full((B, bs), MASKED, dtype=torch.long, device=anchor.device)
     ids[:, 0] = anchor
     mask = dflash_mask(torch.full((B, 1), ctx.shape[1], device=anchor.device), ctx_valid, bs)
-    return drafter(ids, pos[:, None] + torch.arange(bs, device=pos.device), mask, ctx=ctx, ctx_position_ids=ctx_pos)[:, 1:].argmax(-1)
+    logits = drafter(ids, pos[:, None] + torch.arange(bs, device=pos.device), mask, ctx=ctx, ctx_position_ids=ctx_pos)
+    return drafter.to_token_ids(logits[:, 1:].argmax(-1))
 
 def _target_step(drafter, ids, am, pos, cache):
     "One cached target forward: `(greedy next tokens [B, L], projected context features [B, L, H])`."
@@ -430,23 +495,27 @@ def speculative_generate(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[i
     ids, am = _left_pad(prompt_ids, dev)                                   # am: validity of every cached position
     pos, cache = (am.cumsum(1) - 1).clamp_min(0), DynamicCache()
     g, ctx = _target_step(drafter, ids, am, pos, cache)
-    anchor, nxt, ctx_pos = g[:, -1], am.sum(1), pos
-    toks, done = [anchor[:, None]], (anchor == eos_token_id) if eos_token_id is not None else torch.zeros_like(anchor, dtype=torch.bool)
-    acc, rows, n = [], [], 1
-    while n < max_new_tokens and not done.all():
-        draft, bpos = draft_fn(drafter, anchor, nxt, ctx, ctx_pos, am.bool()), nxt[:, None] + torch.arange(bs, device=dev)
-        g, feats = _target_step(drafter, torch.cat([anchor[:, None], draft], 1), torch.cat([am, am.new_ones(len(am), bs)], 1),
+    anchor, nxt, ctx_pos, B = g[:, -1], am.sum(1), pos, len(ids)
+    toks = [[t] for t in anchor.tolist()]
+    done = [t == eos_token_id or max_new_tokens <= 1 for t in anchor.tolist()]
+    acc, rows, calls, j = [], [[] for _ in range(B)], 1, torch.arange(bs, device=dev)
+    while not all(done):
+        draft, bpos = draft_fn(drafter, anchor, nxt, ctx, ctx_pos, am.bool()), nxt[:, None] + j
+        g, feats = _target_step(drafter, torch.cat([anchor[:, None], draft], 1), torch.cat([am, am.new_ones(B, bs)], 1),
                                 bpos, cache)
+        calls += 1
         agree = (draft == g[:, :-1]).long().cumprod(1).sum(1)             # drafts each row's target agrees with
-        m = int(agree[~done].min())                                       # the batch keeps the shortest agreement
-        cache.crop(-(bs - m - 1))                                          # drop the rejected drafts' keys/values
-        am, ctx, ctx_pos = (torch.cat([am, am.new_ones(len(am), m + 1)], 1), torch.cat([ctx, feats[:, :m + 1]], 1),
-                            torch.cat([ctx_pos, bpos[:, :m + 1]], 1))
-        new, anchor, nxt = torch.cat([draft[:, :m], g[:, m:m + 1]], 1), g[:, m], nxt + m + 1
-        toks.append(new); acc.append(m + 1); rows.append((agree + 1).tolist()); n += m + 1
-        if eos_token_id is not None: done |= (new == eos_token_id).any(1)
-    seqs = torch.cat(toks, 1)[:, :max_new_tokens].tolist()
-    return SpecOutput([_cut(r, eos_token_id) for r in seqs], acc, [list(r) for r in zip(*rows)], len(acc) + 1)
+        keep = int(max(a for a, d in zip(agree.tolist(), done) if not d)) + 1
+        cache.crop(-(bs - keep))                                           # drop what no row accepted ...
+        am = torch.cat([am, (j[:keep] <= agree[:, None]).long()], 1)       # ... and hide each row's own rejected drafts
+        ctx, ctx_pos = torch.cat([ctx, feats[:, :keep]], 1), torch.cat([ctx_pos, bpos[:, :keep]], 1)
+        for b in range(B):                                                 # every row commits its own agreement + 1
+            if done[b]: continue
+            a = int(agree[b]); new = draft[b, :a].tolist() + [int(g[b, a])]
+            toks[b] += new; acc.append(a + 1); rows[b].append(a + 1)
+            done[b] = eos_token_id in new or len(toks[b]) >= max_new_tokens
+        anchor, nxt = g.gather(1, agree[:, None])[:, 0], nxt + agree + 1
+    return SpecOutput([_cut(r[:max_new_tokens], eos_token_id) for r in toks], acc, rows, calls)
 
 @torch.no_grad()
 def target_greedy(target: nn.Module, prompt_ids: Sequence[Sequence[int]], max_new_tokens: int = 32,
@@ -476,3 +545,97 @@ def speculative_cli(args, prompts: list[str]) -> int:
         acc += out.accept_lengths
     print(f"mean acceptance length: {sum(acc) / max(1, len(acc)):.2f} tokens per target call")
     return 0
+
+# %% ../nbs/15_dflash.ipynb
+PROMPT_SET = 'instructions.jsonl'   # dllm_nb/assets/prompts/: the shipped prompts (tools/make_prompts.py wrote them)
+
+def prompt_set(split: Optional[str] = None) -> list[dict]:
+    "The shipped instruction prompts (rows `prompt`, `kind`, `split`): all, or one fixed split ('train' / 'test')."
+    from importlib.resources import files
+    rows = [json.loads(l) for l in (files('dllm_nb') / 'assets' / 'prompts' / PROMPT_SET).read_text().splitlines() if l.strip()]
+    if split is not None and split not in ('train', 'test'): raise ValueError(f"prompt split {split!r}; use 'train' or 'test'")
+    return [r for r in rows if split is None or r['split'] == split]
+
+def read_prompts(source: str) -> list[str]:
+    """Prompt strings from `source`: `shipped`, `shipped:train` / `shipped:test` (the package's prompt set), a `.txt`
+    file (one prompt per line) or a JSON/JSONL file of rows with `prompt` or `messages` (the first user turn)."""
+    if source == 'shipped' or source.startswith('shipped:'):
+        return [r['prompt'] for r in prompt_set(source.split(':', 1)[1] if ':' in source else None)]
+    from dllm_nb.data import DataError, read_json_rows
+    p = Path(source)
+    if not p.is_file(): raise FileNotFoundError(f"{source}: no such prompt file (or use shipped, shipped:train, shipped:test)")
+    if p.suffix == '.txt': return [l.strip() for l in p.read_text().splitlines() if l.strip()]
+    rows, lines, out = *read_json_rows(p), []
+    for r, n in zip(rows, lines):
+        msgs = r.get('messages')
+        user = next((m.get('content') for m in msgs if isinstance(m, dict) and m.get('role') == 'user'), None) \
+            if isinstance(msgs, list) else r.get('prompt')
+        if not isinstance(user, str) or not user.strip():
+            raise DataError(f"{source}:{n}: no prompt: give the row a 'prompt' string or 'messages' with a user turn")
+        out.append(user)
+    return out
+
+# %% ../nbs/15_dflash.ipynb
+def _done_prompts(out: Path) -> set[str]:
+    "Prompts already answered in `out` (a partly written last line, from a killed run, is dropped first)."
+    if not out.exists(): return set()
+    text = out.read_text(encoding='utf-8')
+    if text and not text.endswith('\n'): text = text[:text.rfind('\n') + 1]; out.write_text(text, encoding='utf-8')
+    return {json.loads(l)['messages'][0]['content'] for l in text.splitlines() if l.strip()}
+
+@torch.no_grad()
+def self_distill(target: nn.Module, tokenizer, prompts: Sequence[str], out_path, max_new_tokens: int = 128,
+                 batch_size: int = 8, temperature: float = 0.0, seed: int = 0, progress: bool = True) -> int:
+    """Append the target's own responses to `prompts` to the chat JSONL `out_path` (rows `messages`, `finished`: ended
+    with EOS) and return how many were written. Greedy by default (`temperature > 0`: sampled, seeded per prompt batch);
+    batched (left padding, prompts sorted by length) with a KV cache; prompts already in `out_path` are skipped (resume)."""
+    from tqdm.auto import tqdm
+    from dllm_nb.sampling import encode_prompts
+    out = Path(out_path); out.parent.mkdir(parents=True, exist_ok=True)
+    done = _done_prompts(out)
+    todo = [p for p in dict.fromkeys(prompts) if p not in done]
+    enc, eos = encode_prompts(todo, tokenizer), tokenizer.eos_token_id
+    order, dev = sorted(range(len(todo)), key=lambda i: len(enc[i])), next(target.parameters()).device
+    with open(out, 'a', encoding='utf-8') as f, tqdm(total=len(todo), desc='distill', unit='prompt', disable=not progress) as bar:
+        for s in range(0, len(order), batch_size):
+            idx = order[s:s + batch_size]
+            ids, am = _left_pad([enc[i] for i in idx], dev)
+            if temperature > 0: torch.manual_seed(seed * 1_000_003 + s)
+            gen = target.generate(ids, attention_mask=am, max_new_tokens=max_new_tokens, do_sample=temperature > 0,
+                                  temperature=temperature if temperature > 0 else None, top_p=None, top_k=None,
+                                  eos_token_id=eos, pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos)
+            for i, row in zip(idx, gen[:, ids.shape[1]:].tolist()):
+                resp = _cut(row, eos)
+                f.write(json.dumps(dict(messages=[dict(role='user', content=todo[i]),
+                                                  dict(role='assistant', content=tokenizer.decode(resp))],
+                                        finished=len(resp) < len(row))) + '\n')
+            f.flush(); bar.update(len(idx))
+    return len(todo)
+
+# %% ../nbs/15_dflash.ipynb
+def main(argv: Optional[list[str]] = None) -> int:
+    "`python -m dllm_nb.dflash distill --target T --prompts shipped:train --out F.jsonl`: self-distillation data."
+    import argparse
+    from dllm_nb.data import load_tokenizer
+    ap = argparse.ArgumentParser(prog='python -m dllm_nb.dflash', description='DFlash utilities.')
+    sub = ap.add_subparsers(dest='cmd', required=True)
+    d = sub.add_parser('distill', help="write a target's own responses to a prompt set as chat JSONL (resumable)")
+    d.add_argument('--target', required=True, help='the causal target: HF folder, hub id or .gguf')
+    d.add_argument('--prompts', default='shipped:train', help='shipped[:train|:test], a .txt (one per line) or a JSON/JSONL file')
+    d.add_argument('--out', required=True, help='chat JSONL to append to (existing prompts are skipped)')
+    d.add_argument('--max-new-tokens', type=int, default=128)
+    d.add_argument('--batch-size', type=int, default=8)
+    d.add_argument('--temperature', type=float, default=0.0, help='0 = greedy (what speculative decoding verifies against)')
+    d.add_argument('--seed', type=int, default=0)
+    d.add_argument('--limit', type=int, default=None, help='only the first N prompts')
+    d.add_argument('--dtype', default='float32', choices=('float32', 'bfloat16'))
+    args = ap.parse_args(argv)
+    prompts = read_prompts(args.prompts)[:args.limit]
+    tok, target = load_tokenizer(args.target), load_target(args.target, args.dtype)
+    n = self_distill(target, tok, prompts, args.out, args.max_new_tokens, args.batch_size, args.temperature, args.seed)
+    print(f"{args.out}: wrote {n} responses ({len(prompts) - n} of {len(prompts)} prompts were already there)")
+    return 0
+
+# %% ../nbs/15_dflash.ipynb
+#| eval: false
+if __name__ == '__main__' and not IN_NOTEBOOK: raise SystemExit(main())

@@ -76,3 +76,40 @@ def test_dflash_split_invariance_across_processes(tmp_path):
         assert other['num_diffusion'] == a['num_diffusion'] and abs(other['loss'] - a['loss']) <= 1e-5 * abs(a['loss'])
         for n, g in a['grads'].items():
             assert (other['grads'][n] - g).abs().max() <= 1e-5 * g.abs().max() + 1e-7, n
+
+
+def test_prompt_set_loads_without_duplicates_and_a_fixed_split():
+    from importlib.resources import files
+    from dllm_nb.dflash import prompt_set, read_prompts
+    rows = prompt_set()
+    f = files('dllm_nb') / 'assets' / 'prompts' / 'instructions.jsonl'
+    assert len(rows) >= 250 and len(f.read_bytes()) <= 200_000
+    assert len({r['prompt'].strip().lower() for r in rows}) == len(rows)                 # no duplicates
+    kinds = {r['kind'] for r in rows}
+    assert kinds == {'arithmetic', 'rewriting', 'lists', 'facts', 'code', 'chat'}
+    for k in kinds:                                   # the split is written in the file: every 5th prompt of a kind
+        ks = [r for r in rows if r['kind'] == k]
+        assert [r['split'] for r in ks] == ['test' if i % 5 == 4 else 'train' for i in range(len(ks))]
+    train, test = prompt_set('train'), prompt_set('test')
+    assert len(train) + len(test) == len(rows) and not {r['prompt'] for r in train} & {r['prompt'] for r in test}
+    assert read_prompts('shipped:test') == [r['prompt'] for r in test] and test[0]['prompt'] == rows[4]['prompt']
+
+
+def test_distill_cli_writes_target_greedy_and_resumes(tmp_path):
+    from dllm_nb.data import read_json_rows
+    from dllm_nb.dflash import load_target, read_prompts, target_greedy
+    from dllm_nb.generate import encode_prompts
+    tok = make_target(tmp_path / 'target')
+    out, args = tmp_path / 'd.jsonl', ['-m', 'dllm_nb.dflash', 'distill', '--target', str(tmp_path / 'target'),
+                                       '--prompts', 'shipped:test', '--max-new-tokens', '10', '--batch-size', '2']
+    r = run([*args, '--out', str(out), '--limit', '3'])
+    assert 'wrote 3 responses' in r.stdout
+    with open(out, 'a') as f: f.write('{"messages": [{"role": "user", "content": "cut')     # a killed run's last line
+    r = run([*args, '--out', str(out), '--limit', '5'])
+    assert 'wrote 2 responses (3 of 5 prompts were already there)' in r.stdout
+    rows, _ = read_json_rows(out)
+    prompts = read_prompts('shipped:test')[:5]
+    assert [r['messages'][0]['content'] for r in rows] == prompts
+    ref = target_greedy(load_target(tmp_path / 'target'), encode_prompts(prompts, tok), 10, tok.eos_token_id)
+    assert [r['messages'][1]['content'] for r in rows] == [tok.decode(t) for t in ref]
+    assert all(r['messages'][1]['role'] == 'assistant' and isinstance(r['finished'], bool) for r in rows)

@@ -184,3 +184,22 @@ def test_verified_block_decoding_is_smollm2_greedy(hf_dir, tok):
     ref = generate_autoregressive_cached(model, prompts, 12, tok).sequences
     assert generate_block_speculative(model, prompts, 12, tok).sequences == ref
     assert [generate_block_speculative(model, [p], 12, tok).sequences[0] for p in prompts] == ref
+
+
+def test_dflash_speculative_is_lossless_on_smollm2(hf_dir, tok):
+    "A random (untrained) drafter over the real target: every row equals the target's own greedy output, batch 1 and 2."
+    from dllm_nb.dflash import (DFlashDrafter, DrafterConfig, default_layer_ids, prompt_set, speculative_generate,
+                                target_greedy, load_target, _target_info)
+    from dllm_nb.generate import encode_prompts
+    torch.manual_seed(0)
+    target = load_target(hf_dir)
+    tc = target.config
+    drafter = DFlashDrafter(DrafterConfig(hidden_size=tc.hidden_size, layer_ids=default_layer_ids(tc.num_hidden_layers),
+                                          num_heads=tc.num_attention_heads, intermediate_size=256, block_size=4,
+                                          vocab_size=tc.vocab_size, draft_vocab_size=4096, target_info=_target_info(tc)),
+                            target).eval()
+    ids = encode_prompts([r['prompt'] for r in prompt_set('test')[:3]], tok)
+    ref = target_greedy(target, ids, 10, tok.eos_token_id)
+    for B in (1, 2):
+        seqs = [s for i in range(0, len(ids), B) for s in speculative_generate(drafter, ids[i:i + B], 10, tok.eos_token_id).sequences]
+        assert seqs == ref, (B, seqs, ref)
