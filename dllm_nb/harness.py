@@ -31,7 +31,8 @@ except ImportError as e:
 __all__ = ['EVAL_EXTRA', 'LM_EVAL_KEYS', 'HARNESS_TASKS', 'TASK_TEMPLATE', 'MC_TEMPLATE', 'SCORING_HOOK', 'pair_batch',
            'ar_loglikelihood', 'NLLEstimate', 'block_diffusion_nll', 'register_once', 'DLLMEvalLM', 'cut_at_stop',
            'request_seeds', 'harness_generate_until', 'harness_loglikelihood', 'harness_loglikelihood_rolling',
-           'process_results', 'addition_choices', 'mc_examples', 'write_tasks', 'main']
+           'process_results', 'addition_choices', 'mc_examples', 'write_tasks', 'local_tasks', 'skip_builtin_index',
+           'main']
 
 # %% ../nbs/13a_harness.ipynb
 def pair_batch(tok, pairs: Sequence[tuple[str, str]], device=None) -> tuple[Tensor, Tensor, Tensor]:
@@ -259,6 +260,23 @@ def write_tasks(out_dir: Union[str, Path], tasks: Sequence[str] = HARNESS_TASKS,
     return names
 
 # %% ../nbs/13a_harness.ipynb
+def local_tasks(argv: Sequence[str]) -> bool:
+    "True when every `--tasks` name of an lm-eval command line is a task YAML in its `--include_path` folder."
+    import argparse
+    ap = argparse.ArgumentParser(add_help=False); ap.add_argument('--tasks'); ap.add_argument('--include_path')
+    a, _ = ap.parse_known_args(list(argv))
+    if not (a.tasks and a.include_path and Path(a.include_path).is_dir()): return False
+    found = {m[1] for p in Path(a.include_path).glob('*.yaml') if (m := re.search(r'^task:\s*(\S+)', p.read_text(), re.M))}
+    return set(a.tasks.split(',')) <= found
+
+def skip_builtin_index():
+    "Make lm-eval's `TaskManager` index only the `include_path` (its thousands of built-in task YAMLs take ~10-20 s on a CPU)."
+    from lm_eval.tasks import TaskManager
+    if getattr(TaskManager.__init__, '_local_only', False): return
+    init = TaskManager.__init__
+    def local_init(self, *a, include_defaults: bool = False, **kw): init(self, *a, include_defaults=include_defaults, **kw)
+    local_init._local_only = True; TaskManager.__init__ = local_init
+
 def main(argv: Optional[list[str]] = None) -> int:
     "CLI: `tasks --out DIR` writes the built-in lm-eval tasks; `run ...` is lm-eval's CLI with `dllm_nb` registered."
     argv = sys.argv[1:] if argv is None else argv
@@ -271,6 +289,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print('\n'.join(f'{t}: {args.out}' for t in write_tasks(args.out, n=args.n))); return 0
     if argv[:1] == ['run']:
         from lm_eval.__main__ import cli_evaluate
+        if local_tasks(argv[1:]): skip_builtin_index()     # only local tasks asked for: index only them
         sys.argv = ['lm_eval', *argv]; cli_evaluate(); return 0
     print('usage: python -m dllm_nb.harness {tasks --out DIR | run <lm_eval run arguments>}', file=sys.stderr); return 2
 

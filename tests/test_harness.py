@@ -56,7 +56,7 @@ def harness_vs_eval(ck, tasks_dir, n, batch_size, seed=0):
     from dllm_nb.harness import DLLMEvalLM, write_tasks
     names = write_tasks(tasks_dir, ('addition', 'reverse'))
     lm = DLLMEvalLM(checkpoint=str(ck), batch_size=batch_size)
-    res = lm_eval.simple_evaluate(model=lm, tasks=names, task_manager=TaskManager(include_path=str(tasks_dir)),
+    res = lm_eval.simple_evaluate(model=lm, tasks=names, task_manager=TaskManager(include_path=str(tasks_dir), include_defaults=False),
                                   apply_chat_template=True, limit=n, log_samples=True)
     ours = {t: exact_match(lm.model, lm.tok, t, 'test', n, seed, batch_size, lm.max_gen_toks, block_size=saved_block_size(ck))
             for t in ('addition', 'reverse')}
@@ -86,7 +86,7 @@ def test_multiple_choice_through_loglikelihood(tmp_path):
     ck = tiny_checkpoint(tmp_path / 'bd', 'bd')
     names = write_tasks(tmp_path / 'tasks', ('addition_mc',), n=5)
     lm = DLLMEvalLM(checkpoint=str(ck), batch_size=8, mc_samples=3)
-    res = lm_eval.simple_evaluate(model=lm, tasks=names, task_manager=TaskManager(include_path=str(tmp_path / 'tasks')),
+    res = lm_eval.simple_evaluate(model=lm, tasks=names, task_manager=TaskManager(include_path=str(tmp_path / 'tasks'), include_defaults=False),
                                   apply_chat_template=True, log_samples=True)
     assert len(lm.mc_se) == 20 and all(0 < e < float('inf') for e in lm.mc_se)
     samples = res['samples']['dllm_nb_addition_mc']
