@@ -12,7 +12,7 @@
    max), and the questions whose decision is within two standard errors of the runner-up.
 `--json FILE` writes all numbers (bench/results/harness.json is what the tutorial nbs/tutorials/evaluate.ipynb prints).
 """
-import argparse, json, os, platform, statistics, subprocess, sys, tempfile, time
+import argparse, datetime, json, os, platform, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 
 import torch
@@ -112,7 +112,8 @@ def main():
     tasks_dir = Path(tempfile.mkdtemp(prefix='dllm_nb_tasks_'))
     write_tasks(tasks_dir)
     lm = DLLMEvalLM(checkpoint=args.checkpoint, batch_size=args.batch_size)
-    rec = dict(checkpoint=args.checkpoint, batch_size=args.batch_size, max_gen_toks=lm.max_gen_toks, block_size=lm.block_size,
+    rec = dict(command='python bench/harness.py ' + ' '.join(sys.argv[1:]), date=datetime.date.today().isoformat(),
+               checkpoint=args.checkpoint, batch_size=args.batch_size, max_gen_toks=lm.max_gen_toks, block_size=lm.block_size,
                threads=torch.get_num_threads(), machine=f'{platform.machine()} {os.cpu_count()} cpus', torch=torch.__version__)
     rec['generation'] = compare(args, lm, tasks_dir)
     if args.cli: rec['cli'] = cli_compare(args, tasks_dir)
