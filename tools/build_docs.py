@@ -18,7 +18,7 @@
    embedded nor present; the build fails on any (`--no-check` skips it).
 Code wraps instead of scrolling sideways (`pre-wrap`): long lines stay readable at a 1280 px window.
 """
-import argparse, ast, html, os, re, shutil, sys
+import argparse, ast, html, json, os, re, shutil, sys
 from configparser import ConfigParser
 from pathlib import Path
 
@@ -178,6 +178,16 @@ def check_site(out: Path) -> tuple[list[str], list[str]]:
     return problems, anchors
 
 
+def add_missing_ids(proc: Path) -> None:
+    "nbdev's processors insert cells (`show_doc`, its warning) without ids: give them ids, so reading `_proc/` is clean."
+    from nbformat.corpus.words import generate_corpus_id
+    for p in proc.rglob('*.ipynb'):
+        nb = json.loads(p.read_text())
+        missing = [c for c in nb['cells'] if 'id' not in c]
+        for c in missing: c['id'] = generate_corpus_id()
+        if missing: p.write_text(json.dumps(nb, indent=1, ensure_ascii=False))
+
+
 def build(out: Path = ROOT / '_site') -> list[str]:
     "Process the notebooks with nbdev and render every page into `out`; returns the page names written."
     from nbdev.quarto import proc_nbs
@@ -185,6 +195,7 @@ def build(out: Path = ROOT / '_site') -> list[str]:
     _run_imports_only()
     proc_nbs(NBS, n_workers=0)
     proc = ROOT / '_proc'
+    add_missing_ids(proc)
     nbs = sorted(p for p in proc.rglob('*.ipynb') if not p.name.startswith(('_', '.')))
     nbs.sort(key=lambda p: (p.stem != 'index', str(p.relative_to(proc))))
     shutil.rmtree(out, ignore_errors=True); out.mkdir(parents=True)
