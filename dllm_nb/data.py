@@ -17,11 +17,11 @@ logger = logging.getLogger(__name__)
 
 # %% auto 0
 __all__ = ['logger', 'PAD', 'EOS', 'MASK', 'END', 'ROLE_TOKENS', 'ROLES', 'SPECIAL_TOKENS', 'CHAT_TEMPLATE', 'WORDS', 'TASKS',
-           'TASK_SCOPES', 'MIXES', 'SPLITS', 'DEFAULT_SIZES', 'task_examples', 'builtin_examples', 'task_answer',
-           'tokenizer_corpus', 'build_tokenizer', 'asset_dir', 'has_generation_tags', 'ensure_chat_tokens',
-           'load_tokenizer', 'validate_messages', 'pair_to_messages', 'as_messages', 'keep_last_run',
-           'rendered_assistant_mask', 'tokenize_example', 'highlight_supervised', 'plot_token_strip', 'DataError',
-           'read_json_rows', 'apply_overlong', 'load_sft_dataset', 'length_stats', 'main']
+           'TASK_SCOPES', 'MIXES', 'SPLITS', 'DEFAULT_SIZES', 'addition_response', 'task_examples', 'builtin_examples',
+           'task_answer', 'tokenizer_corpus', 'build_tokenizer', 'asset_dir', 'has_generation_tags',
+           'ensure_chat_tokens', 'load_tokenizer', 'validate_messages', 'pair_to_messages', 'as_messages',
+           'keep_last_run', 'rendered_assistant_mask', 'tokenize_example', 'highlight_supervised', 'plot_token_strip',
+           'DataError', 'read_json_rows', 'apply_overlong', 'load_sft_dataset', 'length_stats', 'main']
 
 # %% ../nbs/01_data.ipynb
 PAD, EOS, MASK, END = '<|pad|>', '<|endoftext|>', '<|mask|>', '<|end|>'
@@ -44,15 +44,19 @@ WORDS = ('cat dog sun box red map cup pen hat bed fox owl sea sky tree leaf rock
          'bus key door lamp book ring star moon rain snow wind fire gold salt corn rice bean frog duck goat lion '
          'bear wolf ship road hill').split()
 
-def _addition(rng: random.Random, n_digits: int = 3) -> tuple[str, str, str]:
-    "One addition problem: (prompt, worked response, answer)."
-    a, b = (rng.randint(10 ** (n_digits - 1), 10 ** n_digits - 1) for _ in range(2))
+def addition_response(a: int, b: int) -> str:
+    "The worked response to `a + b` (equal digit counts): one `da+db+carry=ss` per column, units first, then the answer."
     steps, carry = [], 0
     for da, db in zip(reversed(str(a)), reversed(str(b))):
         s = int(da) + int(db) + carry
         steps.append(f"{da}+{db}+{carry}={s:02d}")                  # fixed width: see above
         carry = s // 10
-    return f"What is {a} + {b}?", f"{', '.join(steps)}. Answer: {a + b}", str(a + b)
+    return f"{', '.join(steps)}. Answer: {a + b}"
+
+def _addition(rng: random.Random, n_digits: int = 3) -> tuple[str, str, str]:
+    "One addition problem: (prompt, worked response, answer)."
+    a, b = (rng.randint(10 ** (n_digits - 1), 10 ** n_digits - 1) for _ in range(2))
+    return f"What is {a} + {b}?", addition_response(a, b), str(a + b)
 
 def _reverse(rng: random.Random, min_words: int = 3, max_words: int = 5) -> tuple[str, str, str]:
     "One word-reversal problem: (prompt, worked response, answer)."

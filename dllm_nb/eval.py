@@ -20,8 +20,8 @@ from .models import BlockDiffusionLM, MaskedDiffusionLM
 from .window import build_response_window
 
 # %% auto 0
-__all__ = ['score_completion', 'sampler_settings', 'exact_match', 'generate_autoregressive', 'row_ce', 'mdlm_nll_bound',
-           'block_diffusion_losses', 'task_likelihood', 'main']
+__all__ = ['score_completion', 'sampler_settings', 'exact_match', 'generate_autoregressive', 'row_ce', 'mc_mean_se',
+           'mdlm_nll_bound', 'block_diffusion_losses', 'task_likelihood', 'saved_canvas', 'main']
 
 # %% ../nbs/13_eval.ipynb
 def score_completion(task: str, completion: str, answer: str) -> bool:
@@ -84,21 +84,26 @@ def row_ce(logits: Tensor, target_ids: Tensor, select: Tensor) -> Tensor:
     out = torch.zeros(len(select), dtype=torch.float64, device=logits.device)
     return out.index_add_(0, rows, token_ce(logits, target_ids, select).double())
 
+def mc_mean_se(draws: Tensor) -> tuple[Tensor, Tensor]:
+    "Mean and standard error over the first dim of Monte-Carlo `draws [K, B]` (se = sample std / sqrt(K); NaN for K = 1)."
+    K = len(draws)
+    return draws.mean(0), (draws.std(0) / K ** 0.5 if K > 1 else torch.full_like(draws[0], float('nan')))
+
 @torch.no_grad()
 def mdlm_nll_bound(model: nn.Module, input_ids: Tensor, loss_mask: Tensor, mask_token_id: int,
                    attention_mask: Optional[Tensor] = None, n_samples: int = 16, seeds=None) -> dict:
-    "MC estimate of the MDLM ELBO: `per_example [B]` (nats per response), `per_token` (summed / summed tokens)."
+    "MC estimate of the MDLM ELBO: `per_example [B]` (nats per response), its standard error `se [B]`, `per_token`."
     B, T = input_ids.shape
     gens = row_generators(list(range(B)) if seeds is None else list(seeds), 'validation')
     ts = torch.stack([sample_t(n_samples, g, 'stratified') for g in gens]).to(input_ids.device)   # [B, K]
-    sup, total = loss_mask.bool(), torch.zeros(B, dtype=torch.float64, device=input_ids.device)
+    sup, draws = loss_mask.bool(), []
     for k in range(n_samples):
         t = ts[:, k]                                                                            # [B]
         noise = _rand_on(sup, gens) < t[:, None]                                                # masked positions
         logits = model(torch.where(noise, mask_token_id, input_ids), attention_mask).logits
-        total += row_ce(logits, input_ids, noise) / t.double()
-    per_example, n_tok = total / n_samples, sup.sum(-1)
-    return dict(per_example=per_example, n_tokens=n_tok, per_token=(per_example.sum() / n_tok.sum()).item())
+        draws.append(row_ce(logits, input_ids, noise) / t.double())
+    (per_example, se), n_tok = mc_mean_se(torch.stack(draws)), sup.sum(-1)
+    return dict(per_example=per_example, se=se, n_tokens=n_tok, per_token=(per_example.sum() / n_tok.sum()).item())
 
 # %% ../nbs/13_eval.ipynb
 @torch.no_grad()
@@ -155,7 +160,7 @@ def task_likelihood(model: nn.Module, tokenizer, task: str, split: str = 'test',
     return {name: v / n_tok for name, v in sums.items()} | dict(n_tokens=n_tok)
 
 # %% ../nbs/13_eval.ipynb
-def _saved_canvas(path) -> int:
+def saved_canvas(path) -> int:
     "The checkpoint's own sampler canvas (`final/dllm_config.json`), else the run's `dllm.response_canvas`, else the default."
     from pathlib import Path
     from dllm_nb.config import DLLMConfig, saved_config
@@ -187,7 +192,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f'error: {load_error(args.checkpoint, e)}', file=sys.stderr); return 2
     bs = args.block_size or saved_block_size(args.checkpoint)
     em = exact_match(model, tok, args.task, args.split, args.n, args.seed, args.batch_size,
-                     args.max_new_tokens or _saved_canvas(args.checkpoint),
+                     args.max_new_tokens or saved_canvas(args.checkpoint),
                      steps=args.steps, block_size=bs, progress=not IN_NOTEBOOK)
     print(f"{args.task}/{args.split}: exact match {em['accuracy']:.3f} ({em['correct']}/{em['n']})")
     if args.nll_samples:

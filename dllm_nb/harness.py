@@ -4,26 +4,35 @@
 
 # %% ../nbs/13a_harness.ipynb 2
 from __future__ import annotations
-import json, sys
+import json, random, re, sys
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import NamedTuple, Optional, Sequence, Union
 import torch
 from torch import Tensor
-from lm_eval.api.model import LM
-from lm_eval.api.registry import register_model
-from .data import builtin_examples
-from .eval import mdlm_nll_bound, row_ce
+from fastcore.basics import patch
+from fastcore.imports import IN_NOTEBOOK
 from .core import row_generators
-from .corruption import sample_t
-from .generate import generate, load_checkpoint, progress_bar, right_pad, saved_run
-from .masks import build_encoder_mask
+from .corruption import corrupt_uniform, corrupt_uniform_random, sample_t
+from .data import addition_response, builtin_examples
+from .eval import mc_mean_se, mdlm_nll_bound, row_ce, saved_canvas, score_completion
+from .generate import generate, load_checkpoint, progress_bar, right_pad, saved_block_size
 from .models import BlockDiffusionLM, CausalLM, MaskedDiffusionLM
 from .window import build_response_window
-from fastcore.basics import patch
+EVAL_EXTRA = 'pip install -e .[eval]'
+try:                                       # lm-eval is an optional extra: say how to get it, in one line
+    from lm_eval.api.model import LM
+    from lm_eval.api.registry import register_model
+except ImportError as e:
+    _msg = f"dllm_nb.harness needs lm-evaluation-harness ({e}); install the extra: {EVAL_EXTRA} (or pip install 'dllm_nb[eval]')"
+    if __name__ == '__main__' and not IN_NOTEBOOK: print(f'error: {_msg}', file=sys.stderr); sys.exit(2)
+    raise ImportError(_msg) from None
 
 # %% auto 0
-__all__ = ['TASK_TEMPLATE', 'pair_batch', 'ar_loglikelihood', 'block_diffusion_nll', 'register_once', 'DLLMEvalLM', 'cut_at_stop',
-           'harness_generate_until', 'harness_loglikelihood', 'harness_loglikelihood_rolling', 'write_tasks', 'main']
+__all__ = ['EVAL_EXTRA', 'LM_EVAL_KEYS', 'HARNESS_TASKS', 'TASK_TEMPLATE', 'MC_TEMPLATE', 'SCORING_HOOK', 'pair_batch',
+           'ar_loglikelihood', 'NLLEstimate', 'block_diffusion_nll', 'register_once', 'DLLMEvalLM', 'cut_at_stop',
+           'request_seeds', 'harness_generate_until', 'harness_loglikelihood', 'harness_loglikelihood_rolling',
+           'process_results', 'addition_choices', 'mc_examples', 'write_tasks', 'local_tasks', 'skip_builtin_index',
+           'main']
 
 # %% ../nbs/13a_harness.ipynb
 def pair_batch(tok, pairs: Sequence[tuple[str, str]], device=None) -> tuple[Tensor, Tensor, Tensor]:
@@ -48,26 +57,30 @@ def ar_loglikelihood(model: CausalLM, input_ids: Tensor, loss_mask: Tensor, atte
     return (tok_lp * sel).sum(-1).double(), greedy.all(-1)
 
 # %% ../nbs/13a_harness.ipynb
+class NLLEstimate(NamedTuple):
+    "A Monte-Carlo NLL bound per example: `nll [B]` (nats, the mean of `n_samples` draws) and its standard error `se [B]`."
+    nll: Tensor
+    se: Tensor
+    n_samples: int
+
 @torch.no_grad()
 def block_diffusion_nll(model: BlockDiffusionLM, input_ids: Tensor, loss_mask: Tensor, attention_mask: Tensor,
-                        block_size: int, n_samples: int = 8, seeds=None) -> Tensor:
-    "Per-example NLL `[B]` (nats) of the supervised run: the blockwise ELBO (mask noise) or the one-step CE (random noise)."
+                        block_size: int, n_samples: int = 8, seeds=None) -> NLLEstimate:
+    "Per-example NLL bound of the supervised run with its MC error: blockwise ELBO (mask noise) or one-step CE (random noise)."
     B, dev = len(input_ids), input_ids.device
-    seeds = torch.arange(B) if seeds is None else torch.as_tensor(list(seeds))
+    seeds = list(range(B)) if seeds is None else [int(s) for s in seeds]
     w = build_response_window(input_ids, input_ids, torch.zeros_like(loss_mask), loss_mask, torch.ones(input_ids.shape, device=dev),
-                              attention_mask, block_size, seeds, scored_blocks='all')
+                              attention_mask, block_size, torch.as_tensor(seeds), scored_blocks='all')
     state = model.encode(input_ids, w.encoder_mask, return_logits=model.shift_logits)
-    sup, gens = w.loss_mask.bool(), row_generators(seeds, 'validation')
-    if model.mask_token_id is None:                                   # random-noise models: every token noised, one pass
-        noisy = torch.where(sup, torch.randint(0, model.config.vocab_size, sup.shape, generator=gens[0]).to(dev), w.target_ids)
-        return row_ce(model.canvas_logits(state, noisy, w.decoder_mask, w.decoder_position_ids), w.target_ids, sup)
-    ts, total = torch.stack([sample_t(n_samples, g, 'stratified') for g in gens]).to(dev), torch.zeros(B, dtype=torch.float64, device=dev)
-    for k in range(n_samples):
-        u = torch.stack([torch.rand(sup.shape[1], generator=g) for g in gens]).to(dev)
-        noise = sup & (u < ts[:, k, None])
-        logits = model.canvas_logits(state, torch.where(noise, model.mask_token_id, w.target_ids), w.decoder_mask, w.decoder_position_ids)
-        total += row_ce(logits, w.target_ids, noise) / ts[:, k].double()
-    return total / n_samples
+    gens, V, mask_id = row_generators(seeds, 'validation'), model.backbone.get_input_embeddings().num_embeddings, model.mask_token_id
+    ts = torch.ones(B, n_samples) if mask_id is None else torch.stack([sample_t(n_samples, g, 'stratified') for g in gens])
+    draws = []
+    for k in range(n_samples):                   # random tokens: t = 1 replaces every supervised token (the one-step bound)
+        noisy, noise, _ = (corrupt_uniform_random(w.target_ids, w.loss_mask, V, 0., gens, ts[:, k]) if mask_id is None else
+                           corrupt_uniform(w.target_ids, w.loss_mask, mask_id, 0., gens, t=ts[:, k]))
+        logits = model.canvas_logits(state, noisy, w.decoder_mask, w.decoder_position_ids)
+        draws.append(row_ce(logits, w.target_ids, noise) / ts[:, k].double().to(dev))
+    return NLLEstimate(*mc_mean_se(torch.stack(draws)), n_samples)
 
 # %% ../nbs/13a_harness.ipynb
 def _flag(v) -> bool: return v if isinstance(v, bool) else str(v).lower() in ('1', 'true', 'yes')
@@ -81,23 +94,27 @@ def register_once(name: str):
             return cls
     return deco
 
+LM_EVAL_KEYS = ('max_batch_size', 'dtype', 'trust_remote_code')   # lm-eval passes these to every model; not used here
+
 @register_once('dllm_nb')
 class DLLMEvalLM(LM):
-    "lm-eval model for a dllm_nb checkpoint: `--model dllm_nb --model_args checkpoint=DIR[,threshold=0.9,...] --batch_size 16`."
-    def __init__(self, checkpoint: str, batch_size: Union[int, str] = 16, device: str = 'cpu', max_gen_toks: Optional[int] = None,
+    "lm-eval model for a dllm_nb checkpoint: `--model dllm_nb --model_args checkpoint=DIR[,mc_samples=8,...] --batch_size 32`."
+    def __init__(self, checkpoint: str, batch_size: Union[int, str] = 32, device: str = 'cpu', max_gen_toks: Optional[int] = None,
                  threshold: Optional[float] = None, steps: Optional[int] = None, block_size: Optional[int] = None,
-                 mc_samples: int = 8, seed: int = 0, progress: bool = False, **_):
+                 mc_samples: int = 8, seed: int = 0, progress: bool = False, **kw):
         super().__init__()
+        if (bad := sorted(set(kw) - set(LM_EVAL_KEYS))):
+            raise ValueError(f"unknown dllm_nb model_args {bad}; accepted: checkpoint, batch_size, device, max_gen_toks, "
+                             "threshold, steps, block_size, mc_samples, seed, progress")
         if str(device).startswith('cuda') and not torch.cuda.is_available():   # lm-eval's CLI default is cuda
             print(f'dllm_nb harness: device={device!r} but CUDA is not available; using the CPU', file=sys.stderr); device = 'cpu'
         self.model, self.tok = load_checkpoint(checkpoint, device)
-        run = saved_run(checkpoint)
-        self.batch_size = 16 if batch_size in ('auto', None) else int(batch_size)
-        self.max_gen_toks = int(max_gen_toks or run.get('sampler', {}).get('max_new_tokens', 48))
-        self.block_size = int(block_size or run.get('block_size') or 4)
+        self.batch_size = 32 if batch_size in ('auto', None) else int(batch_size)
+        self.max_gen_toks = int(max_gen_toks or saved_canvas(checkpoint))            # python -m dllm_nb.eval's defaults
+        self.block_size = int(block_size) if block_size else saved_block_size(checkpoint)
         self.threshold, self.steps = None if threshold is None else float(threshold), None if steps is None else int(steps)
         self.mc_samples, self.seed, self.progress, self.checkpoint = int(mc_samples), int(seed), _flag(progress), str(checkpoint)
-        self._device = torch.device(device)
+        self._device, self.mc_se = torch.device(device), []    # mc_se: the standard error of every loglikelihood answered
 
     @property
     def tokenizer_name(self) -> str: return self.checkpoint.replace('/', '__')
@@ -114,11 +131,15 @@ def cut_at_stop(text: str, until: Sequence[str]) -> str:
     "`text` up to the first occurrence of any stop string."
     return text[:min([i for s in until if s and (i := text.find(s)) >= 0] or [len(text)])]
 
+def request_seeds(self: DLLMEvalLM, requests, rows: Sequence[int]) -> list[int]:
+    "One seed per request: `seed + doc_id` (its document's place in the task, as `exact_match` seeds), else its index."
+    return [self.seed + (requests[i].doc_id if requests[i].doc_id is not None else i) for i in rows]
+
 def harness_generate_until(self: DLLMEvalLM, requests) -> list[str]:
-    "Greedy completions with the checkpoint's sampler, batched by equal `gen_kwargs`, cut at the stop strings."
+    "Greedy completions with the checkpoint's sampler, batched per task and generation settings, cut at the stop strings."
     out, groups = [None] * len(requests), {}
-    for i, r in enumerate(requests): groups.setdefault(json.dumps(r.args[1], sort_keys=True, default=str), []).append(i)
-    for key, idx in groups.items():
+    for i, r in enumerate(requests): groups.setdefault((r.task_name, json.dumps(r.args[1], sort_keys=True, default=str)), []).append(i)
+    for (_, key), idx in groups.items():
         g = json.loads(key)
         if float(g.get('temperature') or 0) > 0 or _flag(g.get('do_sample', False)):
             raise ValueError(f"gen_kwargs {g}: the dllm_nb harness model decodes greedily; use temperature 0 / do_sample false.")
@@ -127,66 +148,135 @@ def harness_generate_until(self: DLLMEvalLM, requests) -> list[str]:
         for s in progress_bar(range(0, len(idx), self.batch_size), self.progress, 'generate_until'):
             rows = idx[s:s + self.batch_size]
             prompts = [self.tok(requests[i].args[0], add_special_tokens=False)['input_ids'] for i in rows]
-            res = generate(self.model, prompts, self.tok, n_new, self.steps, self.block_size, seeds=self.seed + s, chat=False, **kw)
+            res = generate(self.model, prompts, self.tok, n_new, self.steps, self.block_size, seeds=request_seeds(self, requests, rows),
+                           chat=False, **kw)
             for i, seq in zip(rows, res.sequences): out[i] = cut_at_stop(self.tok.decode(seq, skip_special_tokens=True), until)
     return out
 
 # %% ../nbs/13a_harness.ipynb
 @patch
-def pair_scores(self: DLLMEvalLM, pairs: list[tuple[str, str]]) -> list[tuple[float, bool]]:
-    "`(log p, is_greedy)` per `(context, continuation)`: exact for `ar`, minus the stated NLL bound for diffusion modes."
+def pair_scores(self: DLLMEvalLM, pairs: list[tuple[str, str]], seeds=None) -> list[tuple[float, bool, float]]:
+    "`(log p, is_greedy, standard error)` per `(context, continuation)`: exact for `ar` (error 0), minus a stated NLL bound otherwise."
     m, (ids, lm, am) = self.model, pair_batch(self.tok, pairs, self._device)
-    if isinstance(m, CausalLM): lp, greedy = ar_loglikelihood(m, ids, lm, am); return list(zip(lp.tolist(), greedy.tolist()))
-    seeds = [self.seed + i for i in range(len(pairs))]
-    if isinstance(m, BlockDiffusionLM): nll = block_diffusion_nll(m, ids, lm, am, self.block_size, self.mc_samples, seeds)
-    elif isinstance(m, MaskedDiffusionLM): nll = mdlm_nll_bound(m, ids, lm, self.tok.mask_token_id, am, self.mc_samples, seeds)['per_example']
-    else: raise TypeError(f"no likelihood for {type(m).__name__} in the harness.")
+    if isinstance(m, CausalLM):
+        lp, greedy = ar_loglikelihood(m, ids, lm, am); return [(x, g, 0.) for x, g in zip(lp.tolist(), greedy.tolist())]
+    seeds = [self.seed + i for i in range(len(pairs))] if seeds is None else seeds
+    if isinstance(m, BlockDiffusionLM): nll, se, _ = block_diffusion_nll(m, ids, lm, am, self.block_size or 4, self.mc_samples, seeds)
+    elif isinstance(m, MaskedDiffusionLM):
+        r = mdlm_nll_bound(m, ids, lm, self.tok.mask_token_id, am, self.mc_samples, seeds); nll, se = r['per_example'], r['se']
+    else: raise TypeError(f"loglikelihood is defined for ar, mdlm and block_diffusion checkpoints, not {type(m).__name__}.")
     greedy = [False] * len(pairs)                      # block diffusion: not computed (see the table above)
     if isinstance(m, MaskedDiffusionLM):               # the greedy fill of the fully masked continuation, in one step
         with torch.no_grad(): pred = m(torch.where(lm.bool(), self.tok.mask_token_id, ids), am).logits.argmax(-1)
         greedy = ((pred == ids) | ~lm.bool()).all(-1).tolist()
-    return [(-float(x), bool(g)) for x, g in zip(nll.tolist(), greedy)]
+    return [(-float(x), bool(g), float(e)) for x, g, e in zip(nll.tolist(), greedy, se.tolist())]
+
+@patch
+def likelihood_kind(self: DLLMEvalLM) -> str:
+    "What `loglikelihood` returns for this checkpoint, in words (printed with the standard errors)."
+    m = self.model
+    if isinstance(m, CausalLM): return 'the exact log-likelihood'
+    if isinstance(m, BlockDiffusionLM) and m.mask_token_id is None:
+        return f'minus the one-step NLL bound (random-token canvases), {self.mc_samples} draws per request'
+    return f"minus the {'blockwise ' if isinstance(m, BlockDiffusionLM) else ''}MDLM ELBO, {self.mc_samples} stratified t per request"
+
+@patch
+def report_se(self: DLLMEvalLM, se: Sequence[float]) -> str:
+    "One line on stderr: what the answers are and their Monte-Carlo standard error (mean and max over the requests)."
+    se = torch.tensor(list(se), dtype=torch.float64)
+    line = f'dllm_nb harness: {len(se)} loglikelihoods = {self.likelihood_kind()}'
+    if len(se) and not isinstance(self.model, CausalLM):
+        line += f'; Monte-Carlo standard error per request: mean {se.nanmean():.4f}, max {se.nan_to_num(0).max():.4f} nats'
+    print(line, file=sys.stderr); return line
 
 def harness_loglikelihood(self: DLLMEvalLM, requests) -> list[tuple[float, bool]]:
-    "lm-eval's `loglikelihood`: batches of `(context, continuation)`."
-    pairs = [tuple(r.args) for r in requests]
-    return [x for s in progress_bar(range(0, len(pairs), self.batch_size), self.progress, 'loglikelihood')
-            for x in self.pair_scores(pairs[s:s + self.batch_size])]
+    "lm-eval's `loglikelihood`: batches of `(context, continuation)`, noise seeded per document (its choices share it)."
+    pairs, seeds = [tuple(r.args[:2]) for r in requests], request_seeds(self, requests, range(len(requests)))
+    scores = [x for s in progress_bar(range(0, len(pairs), self.batch_size), self.progress, 'loglikelihood')
+              for x in self.pair_scores(pairs[s:s + self.batch_size], seeds[s:s + self.batch_size])]
+    self.mc_se += [e for *_, e in scores]; self.report_se([e for *_, e in scores])
+    return [(lp, g) for lp, g, _ in scores]
 
 def harness_loglikelihood_rolling(self: DLLMEvalLM, requests) -> list[float]:
     "lm-eval's `loglikelihood_rolling`: the whole text as a continuation of its first token (the model's positions must hold it)."
     out = []
-    for r in requests:
+    for i, r in enumerate(requests):
         ids = self.tok(r.args[0], add_special_tokens=False)['input_ids']
         if len(ids) < 2: out.append(0.0); continue
         head, tail = self.tok.decode(ids[:1]), self.tok.decode(ids[1:])
-        out.append(self.pair_scores([(head, tail)])[0][0])
+        out.append(self.pair_scores([(head, tail)], request_seeds(self, requests, [i]))[0][0])
     return out
 
 # %% ../nbs/13a_harness.ipynb
-TASK_TEMPLATE = dict(output_type='generate_until', test_split='test', doc_to_text='{{prompt}}', doc_to_target='{{answer}}',
-                     generation_kwargs=dict(until=['<|im_end|>', '<|endoftext|>'], do_sample=False, temperature=0.0),
-                     filter_list=[dict(name='answer', filter=[dict(function='regex', regex_pattern='Answer:\\s*(.*?)\\s*$'),
-                                                               dict(function='take_first')])],
-                     metric_list=[dict(metric='exact_match', aggregation='mean', higher_is_better=True, ignore_case=True,
-                                       ignore_punctuation=True)], metadata=dict(version=1.0))
+def process_results(doc: dict, results: list[str]) -> dict:
+    "lm-eval hook of the generation tasks: `score_completion`, the rule `python -m dllm_nb.eval` scores with."
+    return dict(exact_match=float(score_completion(doc['task'], results[0], doc['answer'])))
 
-def write_tasks(out_dir: Union[str, Path], tasks: Sequence[str] = ('addition', 'reverse'), n: Optional[int] = None,
-                max_gen_toks: int = 48) -> list[str]:
-    "Write `dllm_nb_<task>` lm-eval task YAMLs (+ their test JSONL) to `out_dir`; returns the task names."
+def addition_choices(a: int, b: int, rng: random.Random, k: int = 4) -> tuple[list[str], int]:
+    "`(choices, gold)`: `k` worked answers in the training format, the right one at `gold`, the others to `a + b'` (`b'` one digit off)."
+    wrong, d = {}, str(b)
+    while len(wrong) < k - 1:
+        i = rng.randrange(len(d)); c = rng.choice([c for c in '0123456789' if c != d[i] and (i or c != '0')])
+        b2 = int(d[:i] + c + d[i + 1:]); wrong.setdefault(a + b2, addition_response(a, b2))
+    choices, gold = list(wrong.values()), rng.randrange(k)
+    return choices[:gold] + [addition_response(a, b)] + choices[gold:], gold
+
+def mc_examples(n: Optional[int] = None, seed: int = 0) -> list[dict]:
+    "The `addition_mc` documents: each `addition` test prompt with 4 worked answers (`choices`) and the right one's index (`gold`)."
+    out = []
+    for i, ex in enumerate(builtin_examples('addition', 'test', seed)[:n]):
+        prompt = ex['messages'][0]['content']; a, b = map(int, re.findall(r'\d+', prompt))
+        choices, gold = addition_choices(a, b, random.Random(f'addition_mc:{seed}:{i}'))
+        out.append(dict(prompt=prompt, choices=choices, gold=gold, answer=ex['answer']))
+    return out
+
+# %% ../nbs/13a_harness.ipynb
+HARNESS_TASKS = ('addition', 'reverse', 'addition_mc')
+TASK_TEMPLATE = dict(output_type='generate_until', test_split='test', doc_to_text='prompt', doc_to_target='answer',
+                     generation_kwargs=dict(until=['<|im_end|>', '<|endoftext|>'], do_sample=False, temperature=0.0),
+                     metric_list=[dict(metric='exact_match', aggregation='mean', higher_is_better=True)], metadata=dict(version=2.0))
+MC_TEMPLATE = dict(output_type='multiple_choice', test_split='test', doc_to_text='prompt', doc_to_choice='choices',
+                   doc_to_target='gold', target_delimiter='', metric_list=[dict(metric=m, aggregation='mean', higher_is_better=True)
+                                                                           for m in ('acc', 'acc_norm')], metadata=dict(version=1.0))
+SCORING_HOOK = 'from dllm_nb.harness import process_results  # the rule python -m dllm_nb.eval scores with\n'
+
+def write_tasks(out_dir: Union[str, Path], tasks: Sequence[str] = HARNESS_TASKS, n: Optional[int] = None,
+                max_gen_toks: Optional[int] = None) -> list[str]:
+    "Write `dllm_nb_<task>` lm-eval task YAMLs, their test JSONL and the scoring hook to `out_dir`; returns the task names."
     import yaml
+    if (bad := [t for t in tasks if t not in HARNESS_TASKS]): raise ValueError(f"unknown task(s) {bad}; known: {list(HARNESS_TASKS)}")
     out = Path(out_dir).resolve(); out.mkdir(parents=True, exist_ok=True)
+    (out / 'dllm_nb_scoring.py').write_text(SCORING_HOOK)
     names = []
     for t in tasks:
-        rows = [dict(prompt=ex['messages'][0]['content'], answer=ex['answer']) for ex in builtin_examples(t, 'test')[:n]]
-        (out / f'{t}_test.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in rows))
-        spec = dict(task=f'dllm_nb_{t}', dataset_path='json', dataset_kwargs=dict(data_files=dict(test=str(out / f'{t}_test.jsonl'))),
-                    **TASK_TEMPLATE)
-        spec['generation_kwargs'] = dict(spec['generation_kwargs'], max_gen_toks=max_gen_toks)
-        (out / f'dllm_nb_{t}.yaml').write_text(yaml.safe_dump(spec, sort_keys=False)); names.append(spec['task'])
+        rows = mc_examples(n) if t == 'addition_mc' else [dict(prompt=ex['messages'][0]['content'], answer=ex['answer'], task=t)
+                                                          for ex in builtin_examples(t, 'test')[:n]]
+        (data := out / f'{t}_test.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in rows))
+        spec = dict(task=f'dllm_nb_{t}', dataset_path='json', dataset_kwargs=dict(data_files=dict(test=str(data))),
+                    **(MC_TEMPLATE if t == 'addition_mc' else TASK_TEMPLATE))
+        if max_gen_toks and 'generation_kwargs' in spec: spec['generation_kwargs'] = dict(spec['generation_kwargs'], max_gen_toks=max_gen_toks)
+        hook = '' if t == 'addition_mc' else 'process_results: !function dllm_nb_scoring.process_results\n'
+        (out / f'{spec["task"]}.yaml').write_text(yaml.safe_dump(spec, sort_keys=False) + hook); names.append(spec['task'])
     return names
 
 # %% ../nbs/13a_harness.ipynb
+def local_tasks(argv: Sequence[str]) -> bool:
+    "True when every `--tasks` name of an lm-eval command line is a task YAML in its `--include_path` folder."
+    import argparse
+    ap = argparse.ArgumentParser(add_help=False); ap.add_argument('--tasks'); ap.add_argument('--include_path')
+    a, _ = ap.parse_known_args(list(argv))
+    if not (a.tasks and a.include_path and Path(a.include_path).is_dir()): return False
+    found = {m[1] for p in Path(a.include_path).glob('*.yaml') if (m := re.search(r'^task:\s*(\S+)', p.read_text(), re.M))}
+    return set(a.tasks.split(',')) <= found
+
+def skip_builtin_index():
+    "Make lm-eval's `TaskManager` index only the `include_path` (its thousands of built-in task YAMLs take ~10-20 s on a CPU)."
+    from lm_eval.tasks import TaskManager
+    if getattr(TaskManager.__init__, '_local_only', False): return
+    init = TaskManager.__init__
+    def local_init(self, *a, include_defaults: bool = False, **kw): init(self, *a, include_defaults=include_defaults, **kw)
+    local_init._local_only = True; TaskManager.__init__ = local_init
+
 def main(argv: Optional[list[str]] = None) -> int:
     "CLI: `tasks --out DIR` writes the built-in lm-eval tasks; `run ...` is lm-eval's CLI with `dllm_nb` registered."
     argv = sys.argv[1:] if argv is None else argv
@@ -199,6 +289,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print('\n'.join(f'{t}: {args.out}' for t in write_tasks(args.out, n=args.n))); return 0
     if argv[:1] == ['run']:
         from lm_eval.__main__ import cli_evaluate
+        if local_tasks(argv[1:]): skip_builtin_index()     # only local tasks asked for: index only them
         sys.argv = ['lm_eval', *argv]; cli_evaluate(); return 0
     print('usage: python -m dllm_nb.harness {tasks --out DIR | run <lm_eval run arguments>}', file=sys.stderr); return 2
 

@@ -88,7 +88,7 @@ def plot_block_mask(mask: Tensor, prefix: Optional[int] = None, enc_len: Optiona
     names = ['masked'] + [n for n, *_ in segs] + ['pad row']
     img = _mask_image(m, segs, None if response_length is None else int(response_length))
     if ax is None: _, ax = plt.subplots(figsize=(4.6, 3.6 * Q / max(K, 1) + .9), dpi=80, layout='constrained')
-    ax.imshow(img, cmap=ListedColormap([MASK_COLORS.get(n, '#4c72b0') for n in names]), vmin=0,
+    ax.imshow(img.numpy(), cmap=ListedColormap([MASK_COLORS.get(n, '#4c72b0') for n in names]), vmin=0,   # numpy: matplotlib
               vmax=len(names) - 1, interpolation='nearest', aspect='equal')
     if block_size: _draw_block_lines(ax, Q, segs, block_size, list(row_starts))
     ax.set_xlabel('key: ' + ' | '.join(n for n, a, b in segs if b > a), fontsize=8); ax.set_ylabel('query', fontsize=8)

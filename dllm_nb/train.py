@@ -12,7 +12,7 @@ from .modes import MODES, get_mode
 
 # %% auto 0
 __all__ = ['parse_args', 'list_keys', 'resume_command', 'run_metadata', 'card_examples', 'model_card', 'write_model_card',
-           'export_final', 'write_final', 'summarize', 'report_builtin', 'main']
+           'export_final', 'write_final', 'summarize', 'report_builtin', 'print_stdout', 'main']
 
 # %% ../nbs/11_train.ipynb
 def parse_args(argv=None) -> argparse.Namespace:
@@ -241,10 +241,17 @@ def _os_error(e: OSError, cfg, argv) -> tuple[int, str]:
     if e.errno is None: return 2, (str(e).strip().splitlines() or [type(e).__name__])[0]   # e.g. transformers' "Can't load"
     return 1, _disk_error(e, cfg, argv)
 
+def print_stdout(text: str) -> int:
+    "Print `text`, return 0; a reader that stops early (`--print-config | head`) ends the output quietly, not with a traceback."
+    try: print(text, flush=True)
+    except BrokenPipeError:                  # Python's recipe: stdout to devnull, so the flush at exit cannot fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
 def main(argv=None) -> int:
     "CLI entry point; exit status: 1 disk error, 2 bad config/data/paths/checkpoint, 3 diverged (NaN/inf), 130 SIGINT, 143 SIGTERM."
     args = parse_args(argv)
-    if args.list_keys: print(list_keys()); return 0
+    if args.list_keys: return print_stdout(list_keys())
     debug, rank0 = args.debug or os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0'), int(os.environ.get('RANK', 0)) == 0
     from dllm_nb.checkpoint import ResumeError, UnsafeCheckpointError, unlock_run_dir
     from dllm_nb.data import DataError
@@ -259,7 +266,7 @@ def main(argv=None) -> int:
         cfg = load_config(args.config, args.overrides)
         if args.print_config:
             import yaml; from dllm_nb.config import config_to_dict
-            print(yaml.safe_dump(config_to_dict(cfg), sort_keys=False)); return 0
+            return print_stdout(yaml.safe_dump(config_to_dict(cfg), sort_keys=False))
         rerun = dict(rerun=args.rerun_hint) if args.rerun_hint else {}
         preflight(cfg, rank0 and not args.check, **rerun)              # output_dir, model path, extras: before any setup
         if args.check: print(f"checked: config, paths and output_dir={cfg.output_dir!r} are fine"); return 0

@@ -87,10 +87,10 @@ def plot_window(w: ResponseWindow, input_len: int, block_size: int, ax=None):
     if ax is None: _, ax = plt.subplots(1, 2, figsize=(8, 0.5 * B + 1.2), dpi=80, gridspec_kw=dict(width_ratios=[input_len, R]))
     k = torch.arange(input_len)[None]
     packed = (k >= w.prefix_len[:, None]).long() + (k >= (w.prefix_len + w.response_len)[:, None]).long()
-    ax[0].imshow(packed, cmap=ListedColormap(['#9ecae1', '#fdae6b', '#eeeeee']), vmin=0, vmax=2, aspect='auto')
+    ax[0].imshow(packed.numpy(), cmap=ListedColormap(['#9ecae1', '#fdae6b', '#eeeeee']), vmin=0, vmax=2, aspect='auto')
     ax[0].set_title('packed: prompt | response | pad', fontsize=9); ax[0].set_xlabel('sequence position'); ax[0].set_ylabel('example')
     canvas = w.supervised + w.loss_mask
-    ax[1].imshow(canvas, cmap=ListedColormap(['#eeeeee', '#fdd0a2', '#e6550d']), vmin=0, vmax=2, aspect='auto')
+    ax[1].imshow(canvas.numpy(), cmap=ListedColormap(['#eeeeee', '#fdd0a2', '#e6550d']), vmin=0, vmax=2, aspect='auto')
     for b, j in torch.nonzero(w.noise_mask * w.supervised).tolist(): ax[1].text(j, b, 'x', ha='center', va='center', fontsize=8)
     for x in range(block_size, R, block_size): ax[1].axvline(x - 0.5, color='k', lw=1)
     ax[1].set_title('canvas: blocks, scored block, x = corrupted', fontsize=9); ax[1].set_xlabel('canvas position j')

@@ -8,3 +8,10 @@ os.environ.setdefault('TRANSFORMERS_OFFLINE', '1')
 os.environ.setdefault('HF_HOME', tempfile.mkdtemp(prefix='dllm_nb_hf_'))
 os.environ.setdefault('MPLBACKEND', 'Agg')
 os.environ.setdefault('TOKENIZERS_PARALLELISM', 'false')
+
+
+def pytest_configure(config):
+    # torch.compile imports torch/utils/mkldnn.py, which torch 2.13 still writes with the deprecated torch.jit.script_method:
+    # torch warns about its own code on every first compile (here: transformers' flex-attention integration compiles
+    # flex_attention). dllm_nb never calls torch.jit; this one message is ignored, nothing else.
+    config.addinivalue_line('filterwarnings', 'ignore:`torch.jit.script_method` is deprecated:DeprecationWarning')

@@ -71,8 +71,16 @@ def test_site_has_every_page_with_pictures_and_api(site):
 
 
 def test_site_links_resolve(site):
-    problems, _anchors = build_docs.check_site(site)
+    "Every link resolves, anchors included (a method that prose links to needs its `show_doc`)."
+    problems, anchors = build_docs.check_site(site)
     assert not problems, problems
+    assert not anchors, anchors
+
+
+def test_check_site_catches_a_missing_anchor(tmp_path):
+    (tmp_path / 'a.html').write_text('<h2 id="x">x</h2><a href="a.html#x">ok</a><a href="a.html#cachedcontext.retire">gone</a>')
+    test = build_docs.check_site(tmp_path)
+    assert test == ([], ['a.html: no anchor a.html#cachedcontext.retire'])
 
 
 def _words(s: str) -> str: return ' '.join(re.findall(r'[A-Za-z0-9_]+', s))
@@ -100,3 +108,10 @@ def test_site_in_browser(site):
     shot = mpimg.imread(rep['png'])                                # the artefact: _site/screenshot_masks.png
     assert shot.shape[1] == browser_check.WIDTH and shot.shape[0] > 500
     assert shot[..., :3].std() > 0.05, 'the screenshot is blank'
+
+
+@pytest.mark.skipif(browser_check.find_chromium() is None, reason='chromium not installed')
+@pytest.mark.parametrize('page', ['index.html', 'generate.html', 'harness.html', 'evaluate.html'])
+def test_long_code_lines_fit_at_1280px(site, page):
+    "At a 1280 px window nothing sticks out of the main column: long code lines wrap (the pages with the longest lines)."
+    assert browser_check.overflowing(site / page) == []

@@ -24,6 +24,7 @@ from dllm_nb.models import BlockDiffusionLM, MaskedDiffusionLM, build_backbone, 
 from dllm_nb.strategies import get_strategy
 
 warnings.filterwarnings('ignore', message='.*flex_attention.*')
+pytestmark = pytest.mark.filterwarnings('ignore:flex_attention called without torch.compile')   # per test, as pytest resets filters
 V, MASK_ID = 64, 63
 
 

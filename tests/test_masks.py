@@ -11,7 +11,8 @@ from dllm_nb.masks import (bd3_training_mask, block_diffusion_block_mask, block_
                            build_batched_block_mask, build_block_diffusion_training_mask, build_encoder_mask,
                            dense_mask, encoder_block_mask, encoder_mask_mod, stack_example_masks, to_additive)
 
-warnings.filterwarnings('ignore', message='flex_attention called without torch.compile')
+# flex_attention runs eagerly on purpose here (CPU, tiny sizes); pytest resets module-level filters per test, so mark them
+pytestmark = pytest.mark.filterwarnings('ignore:flex_attention called without torch.compile')
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 

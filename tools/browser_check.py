@@ -67,6 +67,30 @@ def dom_report(page: Path, section: str) -> dict:
     return json.loads(html.unescape(m.group(1)))
 
 
+OVERFLOW_PROBE = """<pre id="overflow-check"></pre><script>
+window.addEventListener('load', () => {
+  const m = document.querySelector('main'), right = m.getBoundingClientRect().right - parseFloat(getComputedStyle(m).paddingRight);
+  const out = e => e.getBoundingClientRect().right > right + 1;
+  document.getElementById('overflow-check').textContent = JSON.stringify([...m.querySelectorAll('*')]
+    .filter(e => e.id !== 'overflow-check' && out(e) && !(e.parentElement && out(e.parentElement)))
+    .map(e => `${e.tagName.toLowerCase()}: ${e.textContent.trim().slice(0, 60)}`));
+});
+</script>"""
+
+
+def overflowing(page: Path) -> list[str]:
+    "Elements of `page`'s main column that stick out of it at a `WIDTH` px window (the outermost of each), as 'tag: text'."
+    page = page.resolve()
+    with tempfile.TemporaryDirectory(prefix='dllm_nb_probe_') as d:
+        probed = Path(d) / page.name
+        probed.write_text(page.read_text().replace('</body>', OVERFLOW_PROBE + '</body>'))
+        dom = run_chromium(['--virtual-time-budget=5000', f'--window-size={WIDTH},1000', '--dump-dom', probed.as_uri()])
+    m = re.search(r'<pre id="overflow-check">(.*?)</pre>', dom, re.S)
+    if not m or not m.group(1).strip(): raise RuntimeError(f'the overflow probe did not run in {page.name}')
+    import html
+    return json.loads(html.unescape(m.group(1)))
+
+
 def screenshot(page: Path, png: Path, top: int = 0, height: int = 1400) -> Path:
     "Screenshot `page` at `WIDTH` px and keep `height` px from `top` (fragment scrolling is unreliable headless)."
     page, full = page.resolve(), png.with_suffix('.full.png')

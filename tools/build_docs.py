@@ -13,10 +13,12 @@
    matter's `output-file`: `03_masks.ipynb` -> `masks.html`, `index.ipynb` -> `index.html`), so nbdev's
    cross-reference links (`masks.html#build_batched_block_mask`, written against `doc_host`) are made relative
    and resolve inside the site; heading ids are lower-cased as quarto does.
-3. `check_site` lists links to missing pages and images neither embedded nor present (the build fails on any;
-   `--no-check` skips it), and warns about links to missing anchors.
+3. `check_site` lists links to missing pages, links to missing anchors (nbdev links a `Class.method` mention to
+   `page.html#class.method`, which exists only where a notebook calls `show_doc` on the method) and images neither
+   embedded nor present; the build fails on any (`--no-check` skips it).
+Code wraps instead of scrolling sideways (`pre-wrap`): long lines stay readable at a 1280 px window.
 """
-import argparse, contextlib, ast, html, os, re, shutil, sys
+import argparse, contextlib, ast, html, json, os, re, shutil, sys
 from configparser import ConfigParser
 from pathlib import Path
 
@@ -33,10 +35,12 @@ nav{position:fixed;top:0;left:0;bottom:0;width:230px;overflow-y:auto;background:
 nav a{display:block;padding:.2rem .4rem;color:#235;text-decoration:none;border-radius:4px;font-size:.95rem}
 nav a.active{background:#dde6f3;font-weight:600}
 nav h2{font-size:1.1rem;margin:.2rem 0 1rem}
-main{margin-left:262px;max-width:980px;padding:1rem 2rem 4rem}
-pre,code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.88rem}
-div.jp-InputArea pre,div.input_area pre,.text_cell_render pre{background:#f5f5f5;padding:.6rem;border-radius:4px;overflow-x:auto}
-.jp-OutputArea pre,.output_text pre{padding:.3rem .6rem;border-left:2px solid lightsalmon;overflow-x:auto}
+main{margin-left:262px;max-width:1100px;padding:1rem 1.5rem 4rem}
+pre,code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.84rem}
+pre{white-space:pre-wrap;overflow-wrap:anywhere}
+code,td,th{overflow-wrap:anywhere}
+div.jp-InputArea pre,div.input_area pre,.jp-RenderedMarkdown pre,.text_cell_render pre{background:#f5f5f5;padding:.6rem;border-radius:4px}
+.jp-OutputArea pre,.output_text pre{padding:.3rem .6rem;border-left:2px solid lightsalmon}
 img{max-width:100%}
 table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2rem .5rem}
 .description{font-style:italic;font-size:1.25rem;opacity:.7}
@@ -189,6 +193,16 @@ def _registries_kept():
         for d, old in saved: d.clear(); d.update(old)
 
 
+def add_missing_ids(proc: Path) -> None:
+    "nbdev's processors insert cells (`show_doc`, its warning) without ids: give them ids, so reading `_proc/` is clean."
+    from nbformat.corpus.words import generate_corpus_id
+    for p in proc.rglob('*.ipynb'):
+        nb = json.loads(p.read_text())
+        missing = [c for c in nb['cells'] if 'id' not in c]
+        for c in missing: c['id'] = generate_corpus_id()
+        if missing: p.write_text(json.dumps(nb, indent=1, ensure_ascii=False))
+
+
 def build(out: Path = ROOT / '_site') -> list[str]:
     "Process the notebooks with nbdev and render every page into `out`; returns the page names written."
     from nbdev.quarto import proc_nbs
@@ -196,6 +210,7 @@ def build(out: Path = ROOT / '_site') -> list[str]:
     _run_imports_only()
     with _registries_kept(): proc_nbs(NBS, n_workers=0)
     proc = ROOT / '_proc'
+    add_missing_ids(proc)
     nbs = sorted(p for p in proc.rglob('*.ipynb') if not p.name.startswith(('_', '.')))
     nbs.sort(key=lambda p: (p.stem != 'index', str(p.relative_to(proc))))
     shutil.rmtree(out, ignore_errors=True); out.mkdir(parents=True)
@@ -215,8 +230,7 @@ def main():
     print(f'wrote {len(written)} pages to {out}: {" ".join(written)}')
     if args.no_check: return
     problems, anchors = check_site(out)
-    if anchors: print('warning: links to missing anchors:\n  ' + '\n  '.join(anchors))
-    if problems: sys.exit('site check failed:\n  ' + '\n  '.join(problems))
+    if problems or anchors: sys.exit('site check failed:\n  ' + '\n  '.join(problems + anchors))
 
 
 if __name__ == '__main__': main()
