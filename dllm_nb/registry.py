@@ -65,6 +65,10 @@ def register_mode(mode: Mode) -> Mode:
     if not isinstance(mode, Mode): raise TypeError(f"register_mode takes a Mode record, got {type(mode).__name__}")
     if mode.Settings is not None and not dataclasses.is_dataclass(mode.Settings):
         raise TypeError(f"mode {mode.name!r}: Settings must be a dataclass (it is its config section)")
+    old = MODES.get(mode.name)
+    if old is not None and getattr(mode.Settings, '__module__', '') == '__main__' != getattr(old.Settings, '__module__', '__main__') \
+            and old.Settings.__qualname__ == mode.Settings.__qualname__:
+        return old          # a notebook session re-running the module that registered it: the importable record stays
     for k, n in mode.streams.items():
         if STREAMS.get(k, n) != n or (k not in STREAMS and n in STREAMS.values()):
             raise ValueError(f"mode {mode.name!r}: random stream {k}={n} clashes with {STREAMS}")
