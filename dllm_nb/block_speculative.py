@@ -11,6 +11,7 @@ from torch import Tensor
 from .core import randint_rows, row_generators
 from .sampling import (CachedContext, GenerationOutput, Prompts, encode_prompts, model_device, progress_bar,
                               row_seeds, token_id)
+from .sampling import Trajectory   # noqa: F401  (the docs resolve GenerationOutput's annotations here)
 from .models import BlockDiffusionLM, canvas_position_ids, model_attention_mask, shift_canvas_logits
 
 # %% auto 0

@@ -113,10 +113,10 @@ def test_resume_check_ignores_other_modes_sections():
     from dllm_nb.config import load_config
     from dllm_nb.checkpoint import config_changes
     old = load_config('default', world_size=1)
-    other = dataclasses.replace(old, mdlm=dataclasses.replace(old.mdlm, ar_loss_weight=1.0),     # (load_config refuses
-                                hybrid=dataclasses.replace(old.hybrid, block_size=8),            # these; an older
-                                idlm=dataclasses.replace(old.idlm, block_size=3),                # checkpoint may
-                                dflash=dataclasses.replace(old.dflash, block_size=4))            # hold them)
+    other = dataclasses.replace(old, sections={**old.sections,                                      # (load_config refuses
+        'mdlm': dataclasses.replace(old.mdlm, ar_loss_weight=1.0), 'hybrid': dataclasses.replace(old.hybrid, block_size=8),
+        'idlm': dataclasses.replace(old.idlm, block_size=3), 'dflash': dataclasses.replace(old.dflash, block_size=4)})
+    assert (other.hybrid.block_size, old.hybrid.block_size) == (8, 4)     # these; an older checkpoint may hold them)
     assert config_changes(old, other) == []
     assert config_changes(old, load_config('default', ['block_diffusion.block_size=8'], world_size=1)) == \
         ['block_diffusion.block_size: 4 -> 8']
