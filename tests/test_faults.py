@@ -486,6 +486,7 @@ def _craft(ckpt, how, marker):
         dcp.save(sd, checkpoint_id=str(ckpt))
 
 
+@pytest.mark.filterwarnings('ignore:torch.distributed is disabled', 'ignore:Detected an existing checkpoint')   # the test's own re-save
 @pytest.mark.parametrize('how', ['trainer_state.pt', '.metadata', 'distcp entry'])
 def test_crafted_checkpoint_never_runs_code(tmp_path, capsys, how):
     "Issue 24 item 1: a resume of a crafted checkpoint is refused in one line, exit 2, and its code never runs."

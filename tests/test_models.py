@@ -188,6 +188,7 @@ def test_geometry_errors_name_the_field():
     with pytest.raises(TypeError, match='bool'): model(**batch, do_self_conditioning=torch.tensor([1, 0]))
 
 
+@pytest.mark.filterwarnings('ignore:flex_attention called without torch.compile')   # eager flex on CPU, on purpose
 def test_flex_attention_matches_sdpa():
     "FlexAttention forward on CPU (inductor-compiled) equals SDPA; BlockMasks from dllm_nb.masks and from dense masks."
     import torch._dynamo
