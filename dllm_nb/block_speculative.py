@@ -22,22 +22,16 @@ class VerifyContext(CachedContext):
     "`CachedContext` whose pass returns every clean row's next-token logits, and which can drop rejected clean rows."
     def verify(self, canvas: Tensor, skip: int = 0) -> tuple[Tensor, Tensor, Tensor]:
         "`(clean [n, L - skip, V], lens [n], canvas [n, r, V])`: clean row `k` scores the token after `pending[k + skip]`."
-        m, B, device = self.model, len(self.pending), self.valid.device
-        lens = torch.tensor([len(p) for p in self.pending], device=device)
-        L, r = int(lens.max()), canvas.shape[1]
-        j = torch.arange(L, device=device)
-        ids = torch.tensor([p + [0] * (L - len(p)) for p in self.pending], dtype=torch.long, device=device).view(B, L)
-        cpos, start = self.next_pos[:, None] + j, self.next_pos + lens
-        key_pos, key_valid = torch.cat([self.key_pos, cpos], 1), torch.cat([self.valid, j < lens[:, None]], 1)
-        keep = self._keep_mask(cpos, start, key_pos, key_valid, r)
+        m, B, device, r = self.model, len(self.pending), self.valid.device, canvas.shape[1]
+        ids, lens, cpos, start, key_pos, key_valid, keep = self._layout(r)
+        L = ids.shape[1]
         x = torch.cat([m.backbone.get_input_embeddings()(ids), m.canvas_embeds(canvas)], 1)
         out = m.backbone(inputs_embeds=x, cache=self.cache, use_cache=True,
                          attention_mask=model_attention_mask(keep, m.attn_implementation, m.backbone.dtype),
                          position_ids=torch.cat([cpos, canvas_position_ids(start, r)], 1),
                          logits_to_keep=L + r - skip)                    # a prompt's rows but its last need no logits
-        self.cache.keep(L)
         self.last = (self.valid.shape[1], lens)                         # where this pass's clean columns start
-        self.key_pos, self.valid, self.next_pos, self.pending = key_pos, key_valid, start, [[] for _ in range(B)]
+        self._appended(L, key_pos, key_valid, start)
         logits = out.logits.float()
         clean = logits[:, :L - skip]
         anchor = clean[torch.arange(B, device=device), lens - 1 - skip]          # the last clean row: the canvas's first token

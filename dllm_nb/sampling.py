@@ -318,16 +318,27 @@ class CachedContext:
         keep[:, j, C + j] = True                                 # a clean row keeps itself (pad rows included)
         return torch.cat([keep, (torch.arange(L + r, device=cpos.device) >= L)[:, None].expand(B, L + r, r)], -1)[:, None]
 
-    def _pass(self, x: Optional[Tensor]) -> Optional[Tensor]:
-        "One pass over `[clean ; canvas]` per row: clean rows causal (kept in the cache), canvas rows see the context and the canvas (dropped)."
-        m, B, device = self.model, len(self.pending), self.valid.device
+    def _layout(self, r: int) -> tuple:
+        "The pending clean rows as a right-padded batch `(ids, lens, cpos, start, key_pos, key_valid, keep)` before `r` canvas rows."
+        B, device = len(self.pending), self.valid.device
         n_new = [len(p) for p in self.pending]                                           # prompt, a block, or 0
-        lens, L, r = torch.tensor(n_new, device=device), max(n_new), 0 if x is None else x.shape[1]
+        lens, L = torch.tensor(n_new, device=device), max(n_new)
         ids = torch.tensor([p + [0] * (L - len(p)) for p in self.pending], dtype=torch.long, device=device).view(B, L)
         j, start = torch.arange(L, device=device), self.next_pos + lens                   # start: the canvas block's
         cpos = self.next_pos[:, None] + j                                                 # [B, L] clean positions
         key_pos, key_valid = torch.cat([self.key_pos, cpos], 1), torch.cat([self.valid, j < lens[:, None]], 1)
-        keep = self._keep_mask(cpos, start, key_pos, key_valid, r)
+        return ids, lens, cpos, start, key_pos, key_valid, self._keep_mask(cpos, start, key_pos, key_valid, r)
+
+    def _appended(self, L: int, key_pos: Tensor, key_valid: Tensor, start: Tensor) -> None:
+        "After a pass: its `L` clean rows stay in the cache; nothing is pending."
+        self.cache.keep(L)
+        self.key_pos, self.valid, self.next_pos, self.pending = key_pos, key_valid, start, [[] for _ in self.pending]
+
+    def _pass(self, x: Optional[Tensor]) -> Optional[Tensor]:
+        "One pass over `[clean ; canvas]` per row: clean rows causal (kept in the cache), canvas rows see the context and the canvas (dropped)."
+        m, B, r = self.model, len(self.pending), 0 if x is None else x.shape[1]
+        ids, lens, cpos, start, key_pos, key_valid, keep = self._layout(r)
+        L = ids.shape[1]
         x_clean = m.backbone.get_input_embeddings()(ids)                                  # [B, L, H] right-padded
         n = int(lens[lens > 0].min()) - 1 if m.shift_logits and L else L    # shifted: the last clean rows' logits too
         with _last_mlp_rows_from(m.backbone, n):      # clean rows need K/V only: the last MLP runs on the canvas rows
@@ -335,8 +346,7 @@ class CachedContext:
                              attention_mask=model_attention_mask(keep, m.attn_implementation, m.backbone.dtype),
                              position_ids=torch.cat([cpos, canvas_position_ids(start, r)], 1), use_cache=True,
                              logits_to_keep=max(r + L - n, 1))
-        self.cache.keep(L)
-        self.key_pos, self.valid, self.next_pos, self.pending = key_pos, key_valid, start, [[] for _ in range(B)]
+        self._appended(L, key_pos, key_valid, start)
         if not m.shift_logits: return out.logits if r else None
         if self.anchor is None: self.anchor = out.logits.new_zeros(B, out.logits.shape[-1])
         if (new := lens > 0).any(): self.anchor[new] = out.logits[new, lens[new] - 1 - n]
