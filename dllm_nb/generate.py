@@ -169,7 +169,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     kw.update({k: getattr(args, k) for k in ('threshold', 'remasking') if k in options})
     if args.verified:
         if 'verified' not in options: print(f'error: --verified does not apply to a {mode.name} checkpoint', file=sys.stderr); return 2
-        if args.temperature or args.threshold is not None: print('error: --verified is greedy: drop --temperature/--threshold', file=sys.stderr); return 2
+        if args.temperature or args.threshold is not None or args.steps or args.steps_per_block:
+            print('error: --verified is greedy and checks every token: drop --temperature/--threshold/--steps/--steps-per-block', file=sys.stderr); return 2
         kw = dict(chat=kw['chat'], verified=True)
     if problem := _steps_problem(args, mode): print(f'error: {problem}', file=sys.stderr); return 2
     steps = args.steps or args.steps_per_block
