@@ -14,7 +14,8 @@ Trains the config five ways on the built-in tasks, single process, on the same d
                         and step count, trained with the plain causal next-token loss on the response, decoded
                         greedily with HF `generate` (the library's `ar` baseline mode).
 Then prints one table: mode, task, median and worst test exact match over the seeds (`dllm_nb.eval.exact_match`,
-first `--n` test examples), steps, median seconds and validation loss. Sampling uses `dllm_nb.eval.sampler_settings`
+first `--n` test examples), steps, median process CPU seconds (one thread: what a run costs, whatever else shares
+the box) and validation loss. Sampling uses `dllm_nb.eval.sampler_settings`
 (the same as `python -m dllm_nb.train`'s report): a fixed `dllm.response_canvas` canvas with EOS stopping, blocks of
 the mode's own `<mode>.block_size`, one step per token (I-DLM: `block_size` drafts per pass), greedy; it never reads the reference
 answers. `--all-presets` trains every mode with its own preset (`PRESETS`) instead of `--config`, one table for all.
@@ -53,7 +54,7 @@ def mode_config(args, mode, extra):
 
 def run_one(args, mode, seed, extra):
     "Train `mode` with `seed`; returns `dict(mode, seed, val, seconds, steps, addition, reverse)`."
-    tic = time.perf_counter()
+    tic = time.process_time()
     path, extra = mode_config(args, mode, extra)
     cfg = load_config(path, [f'dllm.mode={dllm_mode(mode)}', f'output_dir={args.output_dir}/{mode}-s{seed}', f'seed={seed}',
                              *extra], world_size=1)
@@ -63,7 +64,7 @@ def run_one(args, mode, seed, extra):
     val = vals[-1] if vals else float('nan')
     acc = accuracy(tr.model.eval(), tr.tokenizer, args.n, sampler_settings(cfg))   # ar: HF generate (greedy, KV cache)
     if mode == 'hybrid': acc['speculation'] = speculation_stats(tr.model, tr.tokenizer)
-    return dict(mode=mode, seed=seed, val=val, seconds=time.perf_counter() - tic, steps=cfg.train.max_steps, config=path, **acc)
+    return dict(mode=mode, seed=seed, val=val, seconds=time.process_time() - tic, steps=cfg.train.max_steps, config=path, **acc)
 
 
 def speculation_stats(model, tok, n: int = 20, max_new: int = 40) -> dict:
@@ -73,11 +74,11 @@ def speculation_stats(model, tok, n: int = 20, max_new: int = 40) -> dict:
     from dllm_nb.generate import encode_prompts
     from dllm_nb.hybrid import generate_hybrid
     prompts = encode_prompts([ex['messages'][0]['content'] for t in TASKS for ex in task_examples(t, 'test', 0)[:n]], tok)
-    outs, ars, tic = [], [], time.perf_counter()
+    outs, ars, tic = [], [], time.process_time()
     for p in prompts: outs.append(generate_hybrid(model, [p], max_new, tok))
-    t_spec, tic = time.perf_counter() - tic, time.perf_counter()
+    t_spec, tic = time.process_time() - tic, time.process_time()
     for p in prompts: ars.append(generate_autoregressive_cached(model, [p], max_new, tok))
-    t_ar = time.perf_counter() - tic
+    t_ar = time.process_time() - tic
     tokens = sum(min(len(o.sequences[0]) + 1, max_new) for o in outs)          # + the EOS it stopped at
     same = sum(o.sequences == a.sequences for o, a in zip(outs, ars))
     return dict(tokens_per_call=tokens / sum(o.nfe for o in outs), spec_tok_s=tokens / t_spec, ar_tok_s=tokens / t_ar,
@@ -86,7 +87,7 @@ def speculation_stats(model, tok, n: int = 20, max_new: int = 40) -> dict:
 
 def table(rows: list[dict]) -> str:
     "One line per (mode, task): median and worst exact match over seeds, steps, median seconds, median val loss, preset."
-    out = [f"{'mode':>16} {'task':>9} {'median':>7} {'worst':>6} {'seeds':>5} {'steps':>6} {'seconds':>8} {'val loss':>9}  preset"]
+    out = [f"{'mode':>16} {'task':>9} {'median':>7} {'worst':>6} {'seeds':>5} {'steps':>6} {'CPU s':>8} {'val loss':>9}  preset"]
     for mode in dict.fromkeys(r['mode'] for r in rows):
         rs = [r for r in rows if r['mode'] == mode]
         for task in TASKS:
@@ -113,6 +114,7 @@ def main():
                     help='comma-separated subset, e.g. block_diffusion (with block_diffusion.scored_blocks=one for the reference)')
     ap.add_argument('overrides', nargs='*')
     args = ap.parse_args()
+    torch.set_num_threads(1)            # one thread per process (seconds are process CPU time)
     extra = list(args.overrides) + ([f'train.max_steps={args.max_steps}'] if args.max_steps else [])
     modes = args.modes.split(',')
     for mode in modes:
@@ -126,7 +128,7 @@ def main():
             r = run_one(args, mode, seed, extra)
             rows.append(r)
             print(f"{mode:>16} seed {seed}: {', '.join(f'{t} {r[t]:.3f}' for t in TASKS)}  val loss {r['val']:.3f}  "
-                  f"({r['steps']} steps, {r['seconds']:.0f} s)", flush=True)
+                  f"({r['steps']} steps, {r['seconds']:.0f} CPU s)", flush=True)
             if args.json:
                 with open(args.json, 'a') as f: f.write(json.dumps(dict(r, overrides=extra)) + '\n')
     print(table(rows))
