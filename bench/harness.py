@@ -68,21 +68,22 @@ def compare(args, lm, tasks_dir) -> dict:
 
 
 def cli_compare(args, tasks_dir) -> dict:
-    "Wall time of the two command lines, each a fresh process (imports, model load and evaluation)."
+    "Wall and CPU time of the two command lines, each a fresh process (imports, model load and evaluation)."
     env = {**os.environ, 'OMP_NUM_THREADS': os.environ.get('OMP_NUM_THREADS', '1')}
     n = ['--n', str(args.n)] if args.n else []
     def run(cmd):
-        tic = time.perf_counter(); r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        tic, c = time.perf_counter(), cpu_s(); r = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if r.returncode: sys.exit(f"{' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
-        return time.perf_counter() - tic, r.stdout
+        return time.perf_counter() - tic, r.stdout, cpu_s() - c
     ev = [run([sys.executable, '-m', 'dllm_nb.eval', '--checkpoint', args.checkpoint, '--task', t, '--nll-samples', '0',
                '--batch-size', str(args.batch_size), *n]) for t in TASKS]
     lim = ['--limit', str(args.n)] if args.n else []
-    ht, out = run([sys.executable, '-m', 'dllm_nb.harness', 'run', '--model', 'dllm_nb', '--model_args', f'checkpoint={args.checkpoint}',
-                   '--batch_size', str(args.batch_size), '--tasks', ','.join(f'dllm_nb_{t}' for t in TASKS), '--include_path',
-                   str(tasks_dir), '--apply_chat_template', *lim])
-    e = sum(t for t, _ in ev)
-    return dict(eval_cli_s=e, harness_cli_s=ht, cli_ratio=ht / e, eval_cli_stdout=[o.strip() for _, o in ev],
+    ht, out, hc = run([sys.executable, '-m', 'dllm_nb.harness', 'run', '--model', 'dllm_nb', '--model_args', f'checkpoint={args.checkpoint}',
+                       '--batch_size', str(args.batch_size), '--tasks', ','.join(f'dllm_nb_{t}' for t in TASKS), '--include_path',
+                       str(tasks_dir), '--apply_chat_template', *lim])
+    e, ec = sum(t for t, _, _ in ev), sum(c for *_, c in ev)
+    return dict(eval_cli_s=e, harness_cli_s=ht, cli_ratio=ht / e, eval_cli_cpu_s=ec, harness_cli_cpu_s=hc, cli_cpu_ratio=hc / ec,
+                eval_cli_stdout=[o.strip() for _, o, _ in ev],
                 harness_cli_table=out.strip().splitlines()[-6:])
 
 
@@ -137,7 +138,7 @@ def main():
     if args.cli:
         c = rec['cli']
         print(f"command lines (fresh processes): dllm_nb.eval x2 {c['eval_cli_s']:.1f} s, harness {c['harness_cli_s']:.1f} s, "
-              f"ratio {c['cli_ratio']:.3f}")
+              f"ratio {c['cli_ratio']:.3f}; CPU {c['eval_cli_cpu_s']:.1f} s and {c['harness_cli_cpu_s']:.1f} s, ratio {c['cli_cpu_ratio']:.3f}")
     print(f"dllm_nb_addition_mc: acc {m['acc']:.3f} ± {m['acc_stderr']:.3f} (acc_norm {m['acc_norm']:.3f}), n {m['n']}; "
           f"loglikelihood = {m['bound']}; MC standard error per request: mean {m['se_mean']:.4f}, max {m['se_max']:.4f} nats; "
           f"{m['close_calls']} decisions within 2 standard errors of the runner-up; {m['seconds']:.1f} s")
