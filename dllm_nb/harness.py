@@ -4,7 +4,7 @@
 
 # %% ../nbs/13a_harness.ipynb 2
 from __future__ import annotations
-import json, random, re, sys
+import inspect, json, random, re, sys
 from pathlib import Path
 from typing import NamedTuple, Optional, Sequence, Union
 import torch
@@ -31,8 +31,8 @@ except ImportError as e:
 __all__ = ['EVAL_EXTRA', 'LM_EVAL_KEYS', 'HARNESS_TASKS', 'TASK_TEMPLATE', 'MC_TEMPLATE', 'SCORING_HOOK', 'pair_batch',
            'ar_loglikelihood', 'NLLEstimate', 'block_diffusion_nll', 'register_once', 'DLLMEvalLM', 'cut_at_stop',
            'request_seeds', 'harness_generate_until', 'harness_loglikelihood', 'harness_loglikelihood_rolling',
-           'process_results', 'addition_choices', 'mc_examples', 'write_tasks', 'local_tasks', 'skip_builtin_index',
-           'main']
+           'process_results', 'addition_choices', 'mc_examples', 'write_tasks', 'harness_evaluate', 'local_tasks',
+           'skip_builtin_index', 'main']
 
 # %% ../nbs/13a_harness.ipynb
 def pair_batch(tok, pairs: Sequence[tuple[str, str]], device=None) -> tuple[Tensor, Tensor, Tensor]:
@@ -258,6 +258,27 @@ def write_tasks(out_dir: Union[str, Path], tasks: Sequence[str] = HARNESS_TASKS,
         hook = '' if t == 'addition_mc' else 'process_results: !function dllm_nb_scoring.process_results\n'
         (out / f'{spec["task"]}.yaml').write_text(yaml.safe_dump(spec, sort_keys=False) + hook); names.append(spec['task'])
     return names
+
+# %% ../nbs/13a_harness.ipynb
+def harness_evaluate(lm: LM, tasks: Sequence[str], include_path: Union[str, Path], limit: Optional[int] = None,
+                     apply_chat_template: bool = True, log_samples: bool = True, env_record: bool = False, **kw) -> dict:
+    "lm-eval on the local tasks of `include_path` with `lm`: `simple_evaluate`'s results without its environment record (or with it: `env_record=True`)."
+    import lm_eval, numpy as np
+    from lm_eval.tasks import TaskManager
+    tm, tasks = TaskManager(include_path=str(include_path), include_defaults=False), list(tasks)
+    if env_record or not hasattr(tm, 'load'):        # the full record (and an older lm-eval: no TaskManager.load)
+        return lm_eval.simple_evaluate(model=lm, tasks=tasks, task_manager=tm, limit=limit, log_samples=log_samples,
+                                       apply_chat_template=apply_chat_template, **kw)
+    seed = {k: p.default for k, p in inspect.signature(lm_eval.simple_evaluate).parameters.items() if k.endswith('seed')}
+    random.seed(seed['random_seed']); np.random.seed(seed['numpy_random_seed']); torch.manual_seed(seed['torch_random_seed'])
+    loaded = tm.load(tasks)                            # simple_evaluate's task preparation, with its default seeds
+    for t in loaded['tasks'].values():
+        if t.get_config('num_fewshot') is None: t.set_config(key='num_fewshot', value=0)
+        t.set_fewshot_seed(seed=seed['fewshot_random_seed'])
+    res = lm_eval.evaluator.evaluate(lm=lm, task_dict=loaded, limit=limit, log_samples=log_samples,
+                                     apply_chat_template=apply_chat_template, **kw)
+    res['config'] = dict(model=type(lm).__name__, limit=limit, batch_size=getattr(lm, 'batch_size', None), env_record=False)
+    return res
 
 # %% ../nbs/13a_harness.ipynb
 def local_tasks(argv: Sequence[str]) -> bool:

@@ -94,6 +94,24 @@ def test_multiple_choice_through_loglikelihood(tmp_path):
     assert res['results']['dllm_nb_addition_mc']['acc,none'] == pytest.approx(acc)
 
 
+def test_harness_evaluate_is_simple_evaluate_without_the_environment_record(tmp_path):
+    "The in-process path (`lm_eval.evaluator.evaluate` on the local tasks) gives `simple_evaluate`'s results, samples and configs."
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+    from dllm_nb.harness import DLLMEvalLM, harness_evaluate, write_tasks
+    ck = tiny_checkpoint(tmp_path / 'bd', 'bd')
+    names = write_tasks(tmp_path / 'tasks', ('addition', 'addition_mc'), n=4)
+    lm = DLLMEvalLM(checkpoint=str(ck), batch_size=4, mc_samples=2, max_gen_toks=8)
+    full = lm_eval.simple_evaluate(model=lm, tasks=names, task_manager=TaskManager(include_path=str(tmp_path / 'tasks'), include_defaults=False),
+                                   apply_chat_template=True, log_samples=True)
+    lean = harness_evaluate(lm, names, tmp_path / 'tasks')
+    assert 'pretty_env_info' in full and 'pretty_env_info' not in lean and lean['config']['env_record'] is False
+    for k in set(lean) - {'config'}: assert lean[k] == full[k], k
+    assert harness_evaluate(lm, names, tmp_path / 'tasks', env_record=True)['pretty_env_info']
+    other = DLLMEvalLM(checkpoint=str(ck), batch_size=4, mc_samples=2, max_gen_toks=8, seed=1)   # the comparison can fail
+    assert harness_evaluate(other, names, tmp_path / 'tasks')['samples'] != full['samples']
+
+
 BLOCK_LM_EVAL = ("import sys, runpy\n"
                  "class Block:\n"
                  "    def find_spec(self, name, path=None, target=None):\n"
