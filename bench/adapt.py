@@ -96,7 +96,7 @@ def run_stats(out: Path) -> dict:
 
 
 def samplers_for(model, tok, thresholds):
-    from dllm_nb.fast_sampling import generate_autoregressive_cached
+    from dllm_nb.ar import generate_autoregressive_cached
     from dllm_nb.generate import generate_block_diffusion
     from dllm_nb.models import BlockDiffusionLM
     if not isinstance(model, BlockDiffusionLM):

@@ -14,6 +14,10 @@ from .config import mode_block_size, saved_config
 from .models import DLLM_CONFIG_NAME, BlockDiffusionLM, CausalLM, MaskedDiffusionLM   # noqa: F401  (re-exported)
 from .modes import MODES, mode_of_model
 from .sampling import *          # noqa: F403  the samplers' shared names, offered here as they always were
+# each mode's sampler lives with its mode; these old import paths keep working (`from dllm_nb.generate import generate_mdlm`)
+from .mdlm import MDLMCache, generate_mdlm, generate_mdlm_cached, mdlm_canvas, mdlm_unmask   # noqa: F401
+from .block_diffusion import denoise_step, generate_block_diffusion, keep_schedule         # noqa: F401
+from .ar import generate_autoregressive_cached                                            # noqa: F401
 
 # %% auto 0
 __all__ = ['DEFAULT_MAX_NEW_TOKENS', 'generate', 'model_classes', 'saved_run', 'saved_block_size', 'load_checkpoint',

@@ -77,7 +77,7 @@ class HybridDiffusionLM(DLLMWrapper):
 
     def two_copy_mask(self, L: int, attention_mask: Tensor):
         if self.attn_implementation == 'flex_attention': return hybrid_block_mask(L, self.block_size, attention_mask, self.mask_mod)
-        return self._mask(hybrid_mask(L, self.block_size, attention_mask, self.mask_mod))
+        return self.backbone_mask(hybrid_mask(L, self.block_size, attention_mask, self.mask_mod))
 
     def forward(self, input_ids: Tensor, *, masked_indices: Tensor, attention_mask: Optional[Tensor] = None) -> HybridOutput:
         "Clean `input_ids [B, L]` + the `masked_indices [B, L]` sidecar; the noisy copy is built here (the reference's contract)."
@@ -96,7 +96,7 @@ class HybridDiffusionLM(DLLMWrapper):
         B, L = input_ids.shape
         if self.attn_implementation == 'flex_attention':
             mask = mdlm_block_mask(attention_mask, B, L, causal=True, device=input_ids.device)
-        else: mask = self._mask(mdlm_attention_mask(attention_mask, L, causal=True, device=input_ids.device).expand(B, 1, L, L))
+        else: mask = self.backbone_mask(mdlm_attention_mask(attention_mask, L, causal=True, device=input_ids.device).expand(B, 1, L, L))
         pos = torch.arange(L, device=input_ids.device).expand(B, L)
         return self.backbone(input_ids=input_ids, attention_mask=mask, position_ids=pos, use_cache=False).logits
 @torch.no_grad()

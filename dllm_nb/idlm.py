@@ -81,7 +81,7 @@ class IntrospectiveDiffusionLM(DLLMWrapper):
         am = torch.ones_like(input_ids) if attention_mask is None else attention_mask
         bs = block_size or self.block_size
         mask = (idlm_block_mask(L, bs, am) if self.attn_implementation == 'flex_attention'
-                else self._mask(idlm_mask(L, bs, am)))
+                else self.backbone_mask(idlm_mask(L, bs, am)))
         pos = torch.arange(L, device=input_ids.device).repeat(2).expand(B, 2 * L)
         return DLLMOutput(self.backbone(input_ids=torch.cat([noisy_input_ids, input_ids], 1), attention_mask=mask,
                                         position_ids=pos, use_cache=False).logits)

@@ -14,7 +14,7 @@ from dllm_nb.mdlm import masked_backbone
 from dllm_nb.models import MaskedDiffusionLM
 from dllm_nb.modes import MODES, get_mode, mode_of_model
 from dllm_nb.registry import RUNTIME, Mode, register_mode
-from dllm_nb.sampling import generate_mdlm
+from dllm_nb.mdlm import generate_mdlm
 from dllm_nb.stages import Counts
 from dllm_nb.strategies import uniform_masking
 
