@@ -4,7 +4,7 @@
 
 # %% ../nbs/09c_checkpoint.ipynb 2
 from __future__ import annotations
-import dataclasses, fcntl, json, os, pickle, re, shutil, socket, sys, time, warnings
+import dataclasses, fcntl, importlib.util, json, os, pickle, re, shutil, socket, sys, time, warnings
 from pathlib import Path
 from typing import Callable
 import torch
@@ -12,6 +12,7 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.default_planner import DefaultLoadPlanner
 from torch.distributed.checkpoint.filesystem import FileSystemReader
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from huggingface_hub import try_to_load_from_cache
 from safetensors.torch import load_file, save_file
 from . import config as _config
 from .config import Config, ConfigError, config_keys, config_to_dict, saved_config
@@ -19,10 +20,11 @@ from .modes import mode_sections
 from .distributed import all_reduce_sum, barrier
 
 # %% auto 0
-__all__ = ['STATE_FILES', 'RESUME_SAFE_KEYS', 'LOCK_FILE', 'list_checkpoints', 'finite_checkpoints', 'UnsafeCheckpointError',
-           'write_trainer_state', 'read_trainer_state', 'read_dcp_metadata', 'SafeReader', 'SafeLoadPlanner',
-           'save_checkpoint', 'weights_finite', 'weight_mismatches', 'restore_checkpoint', 'config_changes',
-           'ResumeError', 'resume_checkpoint', 'lock_run_dir', 'holds_lock', 'unlock_run_dir']
+__all__ = ['STATE_FILES', 'RESUME_SAFE_KEYS', 'LOCK_FILE', 'RUN_FILES', 'RERUN_HINT', 'list_checkpoints', 'finite_checkpoints',
+           'UnsafeCheckpointError', 'write_trainer_state', 'read_trainer_state', 'read_dcp_metadata', 'SafeReader',
+           'SafeLoadPlanner', 'save_checkpoint', 'weights_finite', 'weight_mismatches', 'restore_checkpoint',
+           'config_changes', 'ResumeError', 'resume_checkpoint', 'lock_run_dir', 'holds_lock', 'unlock_run_dir',
+           'preflight']
 
 # %% ../nbs/09c_checkpoint.ipynb
 _CKPT = re.compile(r'^ckpt-(\d+)$')
@@ -290,3 +292,57 @@ def unlock_run_dir(run_dir: str | Path) -> None:
     "Release this process's lock on `run_dir` (a no-op when it holds none); the file stays, emptied: a run that ended."
     fd = _HELD.pop(str(Path(run_dir).resolve()), None)
     if fd is not None: os.ftruncate(fd, 0); fcntl.flock(fd, fcntl.LOCK_UN); os.close(fd)
+
+# %% ../nbs/09c_checkpoint.ipynb
+RUN_FILES = ('metrics.jsonl', 'config.yaml', 'loss_curve.png', 'final', 'tb')   # what a run writes besides checkpoints
+
+def _is_run_file(p: Path) -> bool: return p.name in RUN_FILES or bool(re.match(r'^\.?ckpt-\d+', p.name))
+
+RERUN_HINT = "resume it with train.resume=auto, choose a new output_dir, or set train.overwrite=true to delete that run first"
+
+def _output_dir_problems(cfg, is_main: bool, rerun: str = RERUN_HINT) -> list[str]:
+    d, t = Path(cfg.output_dir), cfg.train
+    if d.exists() and not d.is_dir(): return [f"output_dir={str(d)!r} is a file, not a folder; choose another output_dir"]
+    first = next(p for p in [d, *d.absolute().parents] if p.exists())  # the folder that output_dir will be created in
+    if not first.is_dir(): return [f"output_dir={str(d)!r} lies under the file {str(first)!r}; choose another output_dir"]
+    if not os.access(first, os.W_OK | os.X_OK): return [f"output_dir={str(d)!r}: {str(first)!r} is not writable; choose another output_dir"]
+    old = sorted(p.name for p in d.iterdir() if p.name != LOCK_FILE) if d.is_dir() else []
+    if old and not t.resume and not t.overwrite:
+        return [f"output_dir={str(d)!r} already holds a run ({', '.join(old[:4])}{', ...' if len(old) > 4 else ''}); {rerun}"]
+    if is_main and (busy := lock_run_dir(d, say=lambda m: print(m, flush=True))): return [busy]   # held until exit
+    if not old or t.resume: return []
+    if is_main:                                                        # only what a run writes, never other files
+        for p in filter(_is_run_file, d.iterdir()): shutil.rmtree(p) if p.is_dir() else p.unlink()
+        print(f"train.overwrite=true: deleted the previous run in {d}", flush=True)
+    return []
+
+# %% ../nbs/09c_checkpoint.ipynb
+def _model_path_problem(key: str, path: str | None) -> str | None:
+    if path is None or Path(path).expanduser().exists(): return None
+    if path.startswith(('.', '/', '~')) or not re.fullmatch(r'[\w.-]+(/[\w.-]+)?', path):
+        return f"{key}={path!r} does not exist; give a local checkpoint folder (with config.json) or a hub id like 'org/name'"
+    if os.environ.get('HF_HUB_OFFLINE', '').lower() in ('1', 'true', 'yes', 'on'):
+        if not isinstance(try_to_load_from_cache(path, 'config.json'), str):
+            return f"{key}={path!r} is not a local folder nor a hub model in the cache, and HF_HUB_OFFLINE is set; download it first"
+    return None
+
+def _dataset_problem(name: str) -> str | None:
+    from dllm_nb.data import MIXES, TASKS
+    if not name.startswith('builtin:') or name.removeprefix('builtin:') in {*TASKS, *MIXES}: return None
+    known = ', '.join(f'builtin:{k}' for k in sorted({*TASKS, *MIXES}))
+    return f"data.dataset={name!r} is not a built-in dataset; known: {known} (or give a local file or a hub id)"
+
+# %% ../nbs/09c_checkpoint.ipynb
+def preflight(cfg, is_main: bool = True, rerun: str = RERUN_HINT) -> None:
+    "Check what would otherwise fail after minutes of setup (output_dir, model paths, dataset, optional packages); `ConfigError`."
+    # rerun: the ways out of an output_dir that holds a run, in the launcher's words (the Makefile passes make commands)
+    problems = [q for q in [_model_path_problem('model.path', cfg.model.path),
+                            _model_path_problem('model.tokenizer', cfg.model.tokenizer),
+                            _dataset_problem(cfg.data.dataset)] if q]
+    if cfg.train.tensorboard and importlib.util.find_spec('tensorboard') is None:
+        problems.append("train.tensorboard=true needs the tensorboard package: pip install 'dllm_nb[tensorboard]' "
+                        "(or set train.tensorboard=false)")
+    if cfg.model.lora.rank and importlib.util.find_spec('peft') is None:
+        problems.append(f"model.lora.rank={cfg.model.lora.rank} needs the peft package: pip install 'dllm_nb[lora]' (or set model.lora.rank=0)")
+    problems += _output_dir_problems(cfg, is_main and not problems, rerun)  # deletes an old run (overwrite) only if all is well
+    if problems: raise ConfigError(problems)

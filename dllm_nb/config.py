@@ -13,6 +13,7 @@ from pathlib import Path
 from types import UnionType
 from typing import Literal, Optional, Sequence, Union, get_args, get_origin, get_type_hints
 import yaml
+from .core import ConfigError   # noqa: F401  (defined with the shared types, so lower modules can raise it)
 from .modes import get_mode, mode_names, mode_sections
 from .registry import MODES, config_fields, section_values
 
@@ -20,7 +21,7 @@ logger = logging.getLogger(__name__)
 
 # %% auto 0
 __all__ = ['logger', 'MOVED_KEYS', 'LoRAConfig', 'ModelConfig', 'DataConfig', 'DLLMConfig', 'TrainConfig', 'Config',
-           'mode_block_size', 'ConfigError', 'parse_value', 'config_keys', 'config_help', 'moved_key', 'renamed_key',
+           'mode_block_size', 'parse_value', 'config_keys', 'config_help', 'moved_key', 'renamed_key',
            'validate_config', 'preset_dirs', 'preset_names', 'load_config', 'config_to_dict', 'save_config',
            'migrate_config', 'saved_config']
 
@@ -125,15 +126,6 @@ class Config:
 def mode_block_size(cfg) -> int:
     "The block length the active mode trains and samples with: `<dllm.mode>.block_size` (1 for `ar`: a token per step)."
     return get_mode(cfg.dllm.mode).block_size(cfg)
-
-# %% ../nbs/09a_config.ipynb
-class ConfigError(ValueError):
-    "Every problem found in a config, reported at once (`.problems` holds the list)."
-    def __init__(self, problems: Sequence[str]):
-        self.problems = list(problems)
-        n = len(self.problems)
-        super().__init__(self.problems[0] if n == 1 else               # one problem: one line
-                         f"{n} problems in the config:\n" + '\n'.join(f'  - {p}' for p in self.problems))
 
 # %% ../nbs/09a_config.ipynb
 _TRUE, _FALSE, _NONE = ('true', 'yes', 'on', '1'), ('false', 'no', 'off', '0'), ('none', 'null', '~', '')

@@ -10,7 +10,7 @@ import torch
 
 # %% auto 0
 __all__ = ['STREAMS', 'Generators', 'splitmix64', 'global_position', 'sample_seed', 'sample_seeds', 'stream_seed',
-           'row_generators', 'rand_rows', 'randint_rows', 'default_device', 'cdiv', 'printable']
+           'row_generators', 'rand_rows', 'randint_rows', 'default_device', 'cdiv', 'printable', 'ConfigError']
 
 # %% ../nbs/00_core.ipynb
 _MASK64 = (1 << 64) - 1
@@ -103,3 +103,12 @@ def cdiv(a: int, b: int) -> int:
 def printable(text: str) -> str:
     "`text` with control characters spelled as `\\xNN` (token labels in pictures: fonts have no glyph for them)."
     return ''.join(ch if ch.isprintable() else f'\\x{ord(ch):02x}' for ch in text)
+
+# %% ../nbs/00_core.ipynb
+class ConfigError(ValueError):
+    "Every problem found in a config, reported at once (`.problems` holds the list)."
+    def __init__(self, problems: Sequence[str]):
+        self.problems = list(problems)
+        n = len(self.problems)
+        super().__init__(self.problems[0] if n == 1 else               # one problem: one line
+                         f"{n} problems in the config:\n" + '\n'.join(f'  - {p}' for p in self.problems))

@@ -57,7 +57,7 @@ def exact_match(model: nn.Module, tokenizer, task: str, split: str = 'test', n: 
 def generate_autoregressive(model: nn.Module, prompt_ids: Sequence[Sequence[int]], tokenizer=None,
                             max_new_tokens: int = 32, eos_token_id: Optional[int] = None, seeds=None, **_):
     "Greedy decoding of a causal LM (`logits = model(input_ids, attention_mask).logits`); `.sequences` cut at EOS."
-    from dllm_nb.generate import GenerationOutput, cut_at_eos
+    from dllm_nb.sampling import GenerationOutput, cut_at_eos
     eos = eos_token_id if eos_token_id is not None else getattr(tokenizer, 'eos_token_id', None)
     device = next(model.parameters()).device
     ids, L = right_pad(prompt_ids, 0, max(map(len, prompt_ids)) + max_new_tokens, device)

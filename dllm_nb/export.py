@@ -24,7 +24,7 @@ def is_training_checkpoint(path) -> bool:
 def load_training_checkpoint(path, device=None) -> tuple:
     "`(model, tokenizer, cfg, mask_token_id, step)` of a training checkpoint: the model rebuilt from its config, in eval mode."
     from dllm_nb.data import load_tokenizer
-    from dllm_nb.trainer import build_model
+    from dllm_nb.modes import build_model
     path = Path(path)
     st = read_trainer_state(path); md = read_dcp_metadata(path)          # both safe, both small: fail before building
     cfg = saved_config(st['config'], strict=False)
