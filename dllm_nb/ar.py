@@ -43,5 +43,5 @@ def sample_ar(model, prompts, tokenizer=None, max_new_tokens: int = 32, steps=No
     return generate_autoregressive_cached(model, prompts, max_new_tokens, tokenizer, **kw)
 
 AR = register_mode(Mode('ar', None, ARStrategy, build=lambda cfg, tok, backbone, verbose=True: (CausalLM(backbone), None),
-                        sample=sample_ar, model_classes=(CausalLM,), card_title='A causal LM (the `ar` baseline)',
+                        sample=sample_ar, model_classes=(CausalLM,), second_loss='causal_loss', card_title='A causal LM (the `ar` baseline)',
                         card_note="it is an ordinary causal LM, and `generate` is how it samples"))

@@ -129,4 +129,5 @@ BLOCK_DIFFUSION = register_mode(Mode(
     'block_diffusion', BlockDiffusionSettings, BlockDiffusionStrategy, build_block_diffusion, sample_block_diffusion,
     model_classes=(BlockDiffusionLM,), collate=_collate, sampler_options=('steps_per_block', 'threshold', 'verified'),
     final_record=lambda cfg: dict(self_conditioning=cfg.block_diffusion.self_conditioning),
+    second_loss='encoder_loss',                  # the encoder's next-token loss (block_diffusion.encoder_loss_weight)
     card_note="its causal encoder was trained with a next-token loss, so plain `generate` also works left to right"))

@@ -20,8 +20,8 @@ from .registry import MODES, config_fields, section_values
 logger = logging.getLogger(__name__)
 
 # %% auto 0
-__all__ = ['logger', 'MOVED_KEYS', 'LoRAConfig', 'ModelConfig', 'DataConfig', 'DLLMConfig', 'TrainConfig', 'Config',
-           'mode_block_size', 'parse_value', 'config_keys', 'config_help', 'moved_key', 'renamed_key',
+__all__ = ['logger', 'MOVED_KEYS', 'SPLIT_KEYS', 'LoRAConfig', 'ModelConfig', 'DataConfig', 'DLLMConfig', 'TrainConfig', 'Config',
+           'mode_block_size', 'parse_value', 'config_keys', 'config_help', 'moved_key', 'renamed_key', 'split_key',
            'validate_config', 'preset_dirs', 'preset_names', 'load_config', 'config_to_dict', 'save_config',
            'migrate_config', 'saved_config']
 
@@ -70,7 +70,7 @@ class DLLMConfig:
     t_sampling: Literal['iid', 'antithetic', 'stratified'] = 'iid'  # how diffusion times are drawn across the batch (mdlm, hybrid, block_diffusion)
     mask_token: Optional[str] = '<|mask|>'  # mask token string (mdlm, hybrid, idlm); added to the tokenizer when missing
     supervise_padding: bool = False         # also supervise the global pad tail, teaching the model to stop (every mode's collator)
-    response_canvas: int = 40               # tokens sampled after a prompt (every mode's sampler); mdlm/hybrid also train on responses + EOS to this length
+    max_new_tokens: int = 40                # tokens sampled after a prompt (every mode's sampler: the run's report, eval, final/'s default)
 
 # %% ../nbs/09a_config.ipynb
 @dataclass
@@ -239,6 +239,9 @@ def moved_key(key: str, mode: str) -> Optional[str]:
     return (renamed_key(new) or (new,))[0]                              # renamed since it moved: its name now
 
 def _moved_problem(key: str, value, mode: str) -> str:
+    if (keys := split_key(key, mode)) is not None:
+        return (f"{key} had two meanings ({SPLIT_KEYS[key][1]}); for dllm.mode={mode} write "
+                + ' and '.join(f'{k}={value}' for k in keys))
     new = moved_key(key, mode); sec = new.split('.')[0]
     fix = (f"write {new}={value}" if sec == mode else
            f"only dllm.mode={sec} reads it and the mode is {mode!r}: remove it, or set dllm.mode={sec} and {new}={value}")
@@ -251,6 +254,16 @@ def renamed_key(key: str) -> Optional[tuple[str, str]]:
     new = MODES[sec].renamed.get(leaf) if sec in MODES else None
     return (f'{sec}.{new[0]}', new[1]) if new else None
 
+# keys that had two meanings -> the keys that hold each now (a bare name: that key of the run's mode's section, if it has it)
+SPLIT_KEYS = {'dllm.response_canvas': (('dllm.max_new_tokens', 'response_fill'),
+                                       'tokens sampled after a prompt, and the EOS fill mdlm and hybrid train with')}
+
+def split_key(key: str, mode: str) -> Optional[list[str]]:
+    "The keys an old two-meaning `key` became for a run in `mode` (`dllm.response_canvas` -> `dllm.max_new_tokens`, `mdlm.response_fill`), else None."
+    if key not in SPLIT_KEYS: return None
+    own = {f.name for f in config_fields(mode_sections()[mode])} if mode in mode_sections() else set()
+    return [k if '.' in k else f'{mode}.{k}' for k in SPLIT_KEYS[key][0] if '.' in k or k in own]
+
 def _finish(problems: list, cfg: Config) -> list[str]:
     "Moved-key problems are worded once the run's final `dllm.mode` is known (it may be set after them)."
     return [_moved_problem(*q, cfg.dllm.mode) if isinstance(q, tuple) else q for q in problems]
@@ -258,7 +271,7 @@ def _finish(problems: list, cfg: Config) -> list[str]:
 # %% ../nbs/09a_config.ipynb
 def _set(cfg: Config, key: str, value, problems: list) -> None:
     keys = config_keys()
-    if moved_key(key, cfg.dllm.mode): return problems.append((key, value))     # worded by `_finish`
+    if moved_key(key, cfg.dllm.mode) or key in SPLIT_KEYS: return problems.append((key, value))   # worded by `_finish`
     if new := renamed_key(key): return problems.append(f"{key} is now {new[0]} ({new[1]}): write {new[0]}={value}")
     sections = {k.split('.')[0] for k in keys if '.' in k}
     if key in sections:
@@ -338,7 +351,7 @@ def _data_problems(d: DataConfig, cfg: Config) -> list[str]:
 def _dllm_problems(x: DLLMConfig) -> list[str]:
     p = [] if x.mode in MODES else [f"dllm.mode={x.mode!r} is not one of {mode_names()}"]
     if not 0 < x.eps < 1: p.append(f"dllm.eps={x.eps} must be in (0, 1)")
-    if x.response_canvas < 1: p.append(f"dllm.response_canvas={x.response_canvas} must be >= 1 (tokens sampled after a prompt)")
+    if x.max_new_tokens < 1: p.append(f"dllm.max_new_tokens={x.max_new_tokens} must be >= 1 (tokens sampled after a prompt)")
     return p
 
 def _mode_problems(cfg: Config) -> list[str]:
@@ -453,6 +466,11 @@ def migrate_config(d: dict) -> tuple[dict, list[str]]:
         sec, k = new.split('.')
         if sec == mode and k not in (d.get(sec) or {}): d[sec] = {**(d.get(sec) or {}), k: v}; notes.append(f"dllm.{leaf} -> {new}")
         else: notes.append(f"dllm.{leaf}={v!r} dropped (dllm.mode={mode} did not read it)")
+    for key in [k for k in SPLIT_KEYS if k.partition('.')[2] in (d.get(k.partition('.')[0]) or {})]:   # two meanings, two keys
+        sec, _, leaf = key.partition('.'); v = d[sec].pop(leaf)
+        for new in split_key(key, mode):
+            s, k = new.split('.'); d[s] = {k: v, **(d.get(s) or {})}
+        notes.append(f"{key} -> {' and '.join(split_key(key, mode))}")
     for sec in [s for s in d if isinstance(d[s], dict)]:                  # keys a mode renamed since
         for leaf in [k for k in d[sec] if renamed_key(f'{sec}.{k}')]:
             new = renamed_key(f'{sec}.{leaf}')[0]

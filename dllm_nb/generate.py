@@ -21,7 +21,7 @@ from .ar import generate_autoregressive_cached                                  
 
 # %% auto 0
 __all__ = ['DEFAULT_MAX_NEW_TOKENS', 'generate', 'model_classes', 'saved_run', 'saved_block_size', 'load_checkpoint',
-           'check_prompt_lengths', 'at_least', 'load_error', 'cli_device', 'at_least_float', 'main']
+           'check_prompt_lengths', 'at_least', 'load_error', 'cli_device', 'at_least_float', 'steps_problem', 'main']
 
 # %% ../nbs/12_generate.ipynb
 def generate(model: nn.Module, prompts: Prompts, tokenizer=None, max_new_tokens: int = 32,
@@ -121,7 +121,7 @@ def at_least_float(lo: float, hi: float = math.inf) -> Callable[[str], float]:
         return v
     return parse
 
-def _steps_problem(args, mode) -> Optional[str]:
+def steps_problem(args, mode) -> Optional[str]:
     "`--steps` (a total) and `--steps-per-block` each apply to the modes whose sampler takes it; the old meaning is named."
     for flag, name in (('--steps', 'steps'), ('--steps-per-block', 'steps_per_block')):
         if getattr(args, name) is None or name in mode.sampler_options: continue
@@ -176,7 +176,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         if args.temperature or args.threshold is not None or args.steps or args.steps_per_block:
             print('error: --verified is greedy and checks every token: drop --temperature/--threshold/--steps/--steps-per-block', file=sys.stderr); return 2
         kw = dict(chat=kw['chat'], verified=True)
-    if problem := _steps_problem(args, mode): print(f'error: {problem}', file=sys.stderr); return 2
+    if problem := steps_problem(args, mode): print(f'error: {problem}', file=sys.stderr); return 2
     steps = args.steps or args.steps_per_block
     block_size = args.block_size or saved_block_size(args.checkpoint)
     starts = range(0, len(prompts), args.batch_size)

@@ -184,5 +184,6 @@ def sample_hybrid(model, prompts, tokenizer=None, max_new_tokens: int = 32, step
     return generate_hybrid(model, prompts, max_new_tokens, tokenizer, **kw)
 
 HYBRID = register_mode(Mode('hybrid', HybridSettings, HybridStrategy, build_hybrid, sample_hybrid, model_classes=(HybridDiffusionLM,),
-                            collate=lambda cfg: dict(block_size=cfg.hybrid.block_size, response_canvas=cfg.dllm.response_canvas),
+                            collate=lambda cfg: dict(block_size=cfg.hybrid.block_size, response_fill=cfg.hybrid.response_fill),
+                            second_loss='causal_loss',   # the clean copy's next-token loss
                             renamed=dict(ar_loss_alpha=('diffusion_weight', 'it weights the diffusion term: loss = w * D + AR'))))

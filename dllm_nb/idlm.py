@@ -241,4 +241,5 @@ def sample_idlm(model, prompts, tokenizer=None, max_new_tokens: int = 32, steps=
     "`generate_idlm` with `block_size` drafts per pass (default: the model's; `steps` does not apply)."
     return generate_idlm(model, prompts, max_new_tokens, block_size, tokenizer, **kw)
 
-IDLM = register_mode(Mode('idlm', IDLMSettings, IDLMStrategy, build_idlm, sample_idlm, model_classes=(IntrospectiveDiffusionLM,)))
+IDLM = register_mode(Mode('idlm', IDLMSettings, IDLMStrategy, build_idlm, sample_idlm, model_classes=(IntrospectiveDiffusionLM,),
+                          second_loss='clean_loss'))   # CE on the clean copy (idlm.clean_loss_weight)

@@ -158,6 +158,7 @@ def sample_mdlm(model, prompts, tokenizer=None, max_new_tokens: int = 32, steps=
     return generate_mdlm(model, prompts, max_new_tokens, bs, steps or max_new_tokens, tokenizer=tokenizer, **kw)
 
 MDLM = register_mode(Mode('mdlm', MDLMSettings, MDLMStrategy, build_mdlm, sample_mdlm, model_classes=(MaskedDiffusionLM,),
-                          collate=lambda cfg: dict(response_canvas=cfg.dllm.response_canvas),
+                          collate=lambda cfg: dict(response_fill=cfg.mdlm.response_fill),
                           sampler_options=('steps', 'threshold', 'remasking'), block_key='sampler_block_size',
+                          second_loss='causal_loss',   # the causal next-token co-loss (and the AR warm-up)
                           renamed=dict(block_size=('sampler_block_size', 'only the sampler reads it; training does not'))))

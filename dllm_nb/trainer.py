@@ -23,7 +23,7 @@ from .distributed import (DistInfo, GlobalBatchSampler, all_reduce_sum, clip_gra
                                  wrap_model)
 from .metrics import MetricsLogger, StepRecord, memory_mb, plot_metrics, read_metrics, trim_metrics
 from .models import autocast_context
-from .modes import build_collator, build_model, build_strategy, mode_wrapper, with_lora   # noqa: F401
+from .modes import build_collator, build_model, build_strategy, get_mode, mode_wrapper, with_lora   # noqa: F401
 from .stages import Batch, Counts
 
 logger = logging.getLogger(__name__)
@@ -50,12 +50,12 @@ def step_denominators(strategy, stages: list, all_reduce: Callable = all_reduce_
 @dataclass
 class StepResult:
     "Per-step numbers, already reduced over micro-batches and ranks."
-    loss: float; dllm_loss: float; ar_loss: float; grad_norm: float
+    loss: float; dllm_loss: float; second_loss: float; grad_norm: float   # second: the mode's `Mode.second_loss` term
     num_diffusion: int; num_ar: int; tokens: int; supervised_tokens: int
     skipped: bool = False                    # loss or grad norm was NaN/inf: the optimizer step was not taken
 
 def _reduced(parts: list, all_reduce: Callable) -> Tensor:
-    "`[3]` = Σ over micro-batches and ranks of (loss, dllm_loss, ar_loss); each part is local sum / global count."
+    "`[3]` = Σ over micro-batches and ranks of (loss, dllm_loss, second_loss); each part is local sum / global count."
     v = torch.stack([torch.stack([torch.zeros(()) if x is None else x.detach().float().cpu() for x in p]) for p in parts])
     return all_reduce(v.sum(0))
 
@@ -96,7 +96,7 @@ def validate(model, strategy, batches: list[Batch], all_reduce: Callable = all_r
     counts = step_denominators(strategy, stages, all_reduce)           # ranks may hold different numbers of batches
     loss, dllm, ar = _reduced([strategy.loss(model, s, counts) for s in stages] or [[None] * 3], all_reduce).tolist()
     model.train(was_training)
-    return dict(val_loss=loss, val_dllm_loss=dllm, val_ar_loss=ar, val_tokens=int(counts.diffusion))
+    return dict(val_loss=loss, val_dllm_loss=dllm, val_second_loss=ar, val_tokens=int(counts.diffusion))
 
 # %% ../nbs/09_trainer.ipynb
 def load_data(cfg) -> tuple:
@@ -268,7 +268,7 @@ def _fit(self: Trainer, stop_at: int | None = None) -> list[StepRecord]:
     records, self._tic, bad = [], time.perf_counter(), 0               # bad: consecutive non-finite steps
     self.model.train()
     if start == 0 and t.eval_every and val:                             # the starting point of the validation curve
-        rec0 = StepRecord(0, **validate(self.model, self.strategy, val))
+        rec0 = StepRecord(0, second_name=get_mode(self.cfg.dllm.mode).second_loss, **validate(self.model, self.strategy, val))
         self.logger.log(0, rec0, echo=None if self.quiet else bar.write); records.append(rec0)
     # under torchrun each rank gets the signal at its own moment: the ranks agree on it at every step end (one reduction)
     with DeferredInterrupt() as intr:
@@ -296,7 +296,8 @@ def fit_step(self: Trainer, step: int, val, bad: int, bar, mbs: list) -> StepRec
         res = train_step(self.model, self.strategy, self.optimizer, [self.micro_batch(m) for m in mbs],
                          self.dist.world_size, t.grad_clip, scheduler=self.scheduler)
     dt, self._tic = time.perf_counter() - self._tic, time.perf_counter()  # since the previous step ended
-    rec = StepRecord(step + 1, loss=res.loss, dllm_loss=res.dllm_loss, ar_loss=res.ar_loss, grad_norm=res.grad_norm,
+    rec = StepRecord(step + 1, loss=res.loss, dllm_loss=res.dllm_loss, second_loss=res.second_loss,
+                     second_name=get_mode(self.cfg.dllm.mode).second_loss, grad_norm=res.grad_norm,
                      lr=self.scheduler.get_last_lr()[0], tokens_per_step=res.tokens, tps=res.tokens / dt,
                      supervised_tokens=res.supervised_tokens, mem=memory_mb(self.dist.device), mode=self.cfg.dllm.mode,
                      cpu_s=time.process_time() - cpu0, skipped=res.skipped)   # cpu_s: this process's CPU seconds for the step
