@@ -124,7 +124,7 @@ def run_stats(out: Path) -> dict:
 
 
 def samplers_for(model, tok, thresholds):
-    from dllm_nb.fast_sampling import generate_autoregressive_cached
+    from dllm_nb.ar import generate_autoregressive_cached
     from dllm_nb.generate import generate_block_diffusion
     from dllm_nb.models import BlockDiffusionLM
     if not isinstance(model, BlockDiffusionLM):
@@ -288,7 +288,7 @@ def checkpoint_exact(run: Path, ck: Path, examples, max_new) -> dict:
     import torch.distributed.checkpoint as dcp
     from dllm_nb.config import saved_config
     from dllm_nb.data import load_tokenizer
-    from dllm_nb.trainer import build_model
+    from dllm_nb.modes import build_model
     cfg = saved_config(run / 'config.yaml')
     tok = load_tokenizer(cfg.model.tokenizer or cfg.model.path)
     model = build_model(cfg, tok, verbose=False)[0].eval()

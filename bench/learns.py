@@ -16,7 +16,7 @@ Trains the config five ways on the built-in tasks, single process, on the same d
 Then prints one table: mode, task, median and worst test exact match over the seeds (`dllm_nb.eval.exact_match`,
 first `--n` test examples), steps, median process CPU seconds (one thread: what a run costs, whatever else shares
 the box) and validation loss. Sampling uses `dllm_nb.eval.sampler_settings`
-(the same as `python -m dllm_nb.train`'s report): a fixed `dllm.response_canvas` canvas with EOS stopping, blocks of
+(the same as `python -m dllm_nb.train`'s report): a fixed `dllm.max_new_tokens` canvas with EOS stopping, blocks of
 the mode's own `<mode>.block_size`, one step per token (I-DLM: `block_size` drafts per pass), greedy; it never reads the reference
 answers. `--all-presets` trains every mode with its own preset (`PRESETS`) instead of `--config`, one table for all.
 Extra `key=value` arguments override the config (e.g. `train.lr=1e-3`); `--modes` runs a subset, e.g.
@@ -70,7 +70,7 @@ def run_one(args, mode, seed, extra):
 def speculation_stats(model, tok, n: int = 20, max_new: int = 40) -> dict:
     "hybrid: tokens per backbone call of its self-speculative sampler, and tokens/s against HF generate + KV cache of the same backbone (batch 1)."
     from dllm_nb.data import task_examples
-    from dllm_nb.fast_sampling import generate_autoregressive_cached
+    from dllm_nb.ar import generate_autoregressive_cached
     from dllm_nb.generate import encode_prompts
     from dllm_nb.hybrid import generate_hybrid
     prompts = encode_prompts([ex['messages'][0]['content'] for t in TASKS for ex in task_examples(t, 'test', 0)[:n]], tok)

@@ -4,7 +4,7 @@
 
 STATE.pt comes from bench/mdlm_train_save.py. Specs: `ar` = greedy decoding with the backbone's causal pass
 (`causal=True`: what the AR warm-up trained); `bK` = the MDLM sampler (`dllm_nb.eval.sampler_settings`: fixed
-`dllm.response_canvas` canvas, EOS stop, one token per step, low-confidence remasking, greedy) with blocks of K;
+`dllm.max_new_tokens` canvas, EOS stop, one token per step, low-confidence remasking, greedy) with blocks of K;
 `b4_random` = random remasking; `b4_s2` = two tokens per step. Default: all of them. Per spec: test exact match on
 the first N prompts of each task, and the fraction of addition completions with a wrong column sum (a+b+c=s with
 s != a+b+c), a wrong operand (not the prompt's digits, or a wrong number of columns), a wrong carry, an answer that
@@ -15,7 +15,7 @@ from torch import nn
 from datasets import disable_progress_bars; disable_progress_bars()
 from dllm_nb.config import load_config
 from dllm_nb.data import load_tokenizer
-from dllm_nb.trainer import build_model
+from dllm_nb.modes import build_model
 from dllm_nb.eval import exact_match, generate_autoregressive, sampler_settings
 
 state, n, overrides = sys.argv[1], int(sys.argv[2]), sys.argv[3:]

@@ -9,6 +9,7 @@ import argparse, hashlib, json, os, sys, tempfile
 from pathlib import Path
 
 os.environ.setdefault('HF_HUB_OFFLINE', '1'); os.environ.setdefault('HF_DATASETS_OFFLINE', '1')
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # this checkout's dllm_nb, not an installed copy elsewhere
 import torch
 
 from dllm_nb.config import load_config
@@ -20,7 +21,7 @@ TINY = ['model.hidden_size=32', 'model.num_layers=2', 'model.num_heads=2', 'mode
         'train.save_every=0']
 MODES = {
     'mdlm': ['dllm.mode=mdlm', 'dllm.t_sampling=stratified'],
-    'mdlm_warmup': ['dllm.mode=mdlm', 'mdlm.ar_warmup_steps=4', 'mdlm.shift_logits=true', 'dllm.response_canvas=40'],
+    'mdlm_warmup': ['dllm.mode=mdlm', 'mdlm.ar_warmup_steps=4', 'mdlm.shift_logits=true', 'mdlm.response_fill=40'],
     'hybrid': ['dllm.mode=hybrid'],
     'block_diffusion': ['dllm.mode=block_diffusion', 'block_diffusion.self_conditioning=true'],
     'idlm': ['dllm.mode=idlm'],

@@ -4,13 +4,37 @@
 
 # %% ../nbs/08f_ar.ipynb 2
 from __future__ import annotations
-from .fast_sampling import generate_autoregressive_cached
-from .models import CausalLM
+from typing import Optional
+import torch
+from torch import nn
+from .models import CausalLM, MaskedDiffusionLM
 from .registry import Mode, register_mode
+from .sampling import GenerationOutput, Prompts, cut_at_eos, encode_prompts, model_device, right_pad, token_id
 from .strategies import ARStrategy
 
 # %% auto 0
-__all__ = ['AR', 'sample_ar']
+__all__ = ['AR', 'generate_autoregressive_cached', 'sample_ar']
+
+# %% ../nbs/08f_ar.ipynb
+@torch.no_grad()
+def generate_autoregressive_cached(model: nn.Module, prompts: Prompts, max_new_tokens: int = 32, tokenizer=None,
+                                   eos_token_id: Optional[int] = None, pad_token_id: Optional[int] = None,
+                                   chat: bool = True, seeds=None, **_) -> GenerationOutput:
+    "Greedy decoding of `model`'s causal backbone with HF `generate` + KV cache; `seeds` ignored (greedy)."
+    backbone = getattr(model, 'backbone', model)
+    if isinstance(model, MaskedDiffusionLM) or not getattr(backbone.config, 'is_causal', True):
+        raise ValueError(f"{type(model).__name__} has a bidirectional backbone: it cannot decode autoregressively "
+                         "(use a causal LM or a BlockDiffusionLM, whose encoder is causal).")
+    eos = token_id(eos_token_id, tokenizer, 'eos_token_id', required=False)
+    pad = token_id(pad_token_id, tokenizer, 'pad_token_id', required=False) or 0
+    prompt_ids, device = encode_prompts(prompts, tokenizer, chat), model_device(backbone)
+    ids, L = right_pad([p[::-1] for p in prompt_ids], pad, device=device)            # reversed rows -> left padding
+    ids, am = ids.flip(1), (torch.arange(ids.shape[1], device=device)[None] < L[:, None]).long().flip(1)
+    out = backbone.generate(input_ids=ids, attention_mask=am, max_new_tokens=max_new_tokens, min_new_tokens=0,
+                            do_sample=False, eos_token_id=eos, pad_token_id=pad, use_cache=True,
+                            temperature=None, top_p=None, top_k=None)
+    canvas = out[:, ids.shape[1]:]
+    return GenerationOutput([cut_at_eos(r, eos) for r in canvas], canvas, canvas.shape[1])
 
 # %% ../nbs/08f_ar.ipynb
 def sample_ar(model, prompts, tokenizer=None, max_new_tokens: int = 32, steps=None, block_size=None, **kw):
@@ -19,5 +43,5 @@ def sample_ar(model, prompts, tokenizer=None, max_new_tokens: int = 32, steps=No
     return generate_autoregressive_cached(model, prompts, max_new_tokens, tokenizer, **kw)
 
 AR = register_mode(Mode('ar', None, ARStrategy, build=lambda cfg, tok, backbone, verbose=True: (CausalLM(backbone), None),
-                        sample=sample_ar, model_classes=(CausalLM,), card_title='A causal LM (the `ar` baseline)',
+                        sample=sample_ar, model_classes=(CausalLM,), second_loss='causal_loss', card_title='A causal LM (the `ar` baseline)',
                         card_note="it is an ordinary causal LM, and `generate` is how it samples"))

@@ -110,19 +110,19 @@ class DLLMCollator:
     "Collate unshifted tokenized examples into `input_ids`, `loss_mask`, `attention_mask` `[B, T]` and `input_lengths` `[B]`."
     def __init__(self, pad_token_id: int, eos_token_id: int | None, block_size: int | None = None,
                  pad_seq_len_divisible: int | None = None, max_seq_len: int | None = None,
-                 supervise_padding: bool = False, response_window: bool = False, response_canvas: int | None = None):
+                 supervise_padding: bool = False, response_window: bool = False, response_fill: int | None = None):
         if not isinstance(pad_token_id, int):
             raise ValueError(f"pad_token_id must be an int, got {pad_token_id!r}; give the tokenizer a pad token.")
         if eos_token_id is not None and not isinstance(eos_token_id, int):
             raise ValueError(f"eos_token_id must be one int or None (fill with pad), got {eos_token_id!r}; pick the "
                              "token that ends an assistant turn.")
         for k, v in dict(block_size=block_size, pad_seq_len_divisible=pad_seq_len_divisible, max_seq_len=max_seq_len,
-                         response_canvas=response_canvas).items():
+                         response_fill=response_fill).items():
             if v is not None and (not isinstance(v, int) or v < 1): raise ValueError(f"{k} must be a positive int or None, got {v!r}.")
         self.pad_token_id, self.eos_token_id, self.block_size = pad_token_id, eos_token_id, block_size
         self.pad_seq_len_divisible, self.max_seq_len = pad_seq_len_divisible, max_seq_len
         self.supervise_padding, self.response_window = bool(supervise_padding), bool(response_window)
-        self.response_canvas = response_canvas
+        self.response_fill = response_fill
         self.fill_id = pad_token_id if eos_token_id is None else eos_token_id
         self.multiple = math.lcm(block_size or 1, pad_seq_len_divisible or 1)    # T is always a multiple of this
         if max_seq_len is not None and max_seq_len % self.multiple:
@@ -134,7 +134,7 @@ class DLLMCollator:
 
     def __repr__(self):
         keys = ('pad_token_id eos_token_id block_size pad_seq_len_divisible max_seq_len supervise_padding response_window '
-                'response_canvas')
+                'response_fill')
         return f"DLLMCollator({', '.join(f'{k}={getattr(self, k)!r}' for k in keys.split())})"
 
     def _truncate(self, ids, sup, attn, lengths):
@@ -157,8 +157,8 @@ class DLLMCollator:
             first = first_supervised(sup2d)
             first = torch.where(first < lengths, first, -1)           # supervision lost to truncation does not count
             end = fill_ends(lengths, first, self.block_size, self.response_window)
-            if self.response_canvas:                                  # EOS tail: response start + canvas, never shorter
-                end = torch.where(first >= 0, torch.maximum(end, first + self.response_canvas), end)
+            if self.response_fill:                                  # EOS tail: response start + canvas, never shorter
+                end = torch.where(first >= 0, torch.maximum(end, first + self.response_fill), end)
         if self.max_seq_len is not None and int(end.max()) > self.max_seq_len:
             self.fill_clipped += int((end > self.max_seq_len).sum())
             end = end.clamp(max=self.max_seq_len)
@@ -169,7 +169,7 @@ class DLLMCollator:
         "Collate a list of examples (dicts of lists or 1-D tensors) into the `[B, T]` batch."
         ids, sup, attn, lengths = gather(examples)
         sup2d = None
-        if self.response_window or (self.block_size or 1) > 1 or self.response_canvas:
+        if self.response_window or (self.block_size or 1) > 1 or self.response_fill:
             sup2d = rows_2d(sup, lengths, int(lengths.max()), False)     # [B, L] raw loss mask (scratch)
             if self.response_window: check_single_turn(sup2d)             # every batch, before truncation
         ids, sup, attn, lengths = self._truncate(ids, sup, attn, lengths)
@@ -181,6 +181,6 @@ class DLLMCollator:
         input_ids.masked_scatter_(content, ids.long()).masked_fill_(fill, self.fill_id)
         loss_mask = torch.full_like(input_ids, int(self.supervise_padding))
         loss_mask.masked_scatter_(content, sup.long()).masked_fill_(fill, 1)
-        attention_mask = ((content | fill) if self.response_window or self.response_canvas else content).long()
+        attention_mask = ((content | fill) if self.response_window or self.response_fill else content).long()
         if attn is not None: attention_mask.masked_scatter_(content, attn.long())
         return dict(input_ids=input_ids, loss_mask=loss_mask, attention_mask=attention_mask, input_lengths=lengths)

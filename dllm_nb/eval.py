@@ -32,7 +32,7 @@ def score_completion(task: str, completion: str, answer: str) -> bool:
 # %% ../nbs/13_eval.ipynb
 def sampler_settings(cfg) -> dict:
     "The one place that turns a training config into sampler defaults: fixed canvas, the training block, a step per token."
-    return dict(max_new_tokens=cfg.dllm.response_canvas, block_size=mode_block_size(cfg), steps=None)
+    return dict(max_new_tokens=cfg.dllm.max_new_tokens, block_size=mode_block_size(cfg), steps=None)
 
 def exact_match(model: nn.Module, tokenizer, task: str, split: str = 'test', n: Optional[int] = None, seed: int = 0,
                 batch_size: int = 32, max_new_tokens: int = 40, sampler: Optional[Callable] = None,
@@ -57,7 +57,7 @@ def exact_match(model: nn.Module, tokenizer, task: str, split: str = 'test', n: 
 def generate_autoregressive(model: nn.Module, prompt_ids: Sequence[Sequence[int]], tokenizer=None,
                             max_new_tokens: int = 32, eos_token_id: Optional[int] = None, seeds=None, **_):
     "Greedy decoding of a causal LM (`logits = model(input_ids, attention_mask).logits`); `.sequences` cut at EOS."
-    from dllm_nb.generate import GenerationOutput, cut_at_eos
+    from dllm_nb.sampling import GenerationOutput, cut_at_eos
     eos = eos_token_id if eos_token_id is not None else getattr(tokenizer, 'eos_token_id', None)
     device = next(model.parameters()).device
     ids, L = right_pad(prompt_ids, 0, max(map(len, prompt_ids)) + max_new_tokens, device)
@@ -161,25 +161,27 @@ def task_likelihood(model: nn.Module, tokenizer, task: str, split: str = 'test',
 
 # %% ../nbs/13_eval.ipynb
 def saved_canvas(path) -> int:
-    "The checkpoint's own sampler canvas (`final/dllm_config.json`), else the run's `dllm.response_canvas`, else the default."
+    "The checkpoint's own sampler canvas (`final/dllm_config.json`), else the run's `dllm.max_new_tokens`, else the default."
     from pathlib import Path
     from dllm_nb.config import DLLMConfig, saved_config
     from dllm_nb.generate import saved_run
     if (mnt := saved_run(path).get('sampler', {}).get('max_new_tokens')): return mnt
     for f in (Path(path) / 'config.yaml', Path(path).parent / 'config.yaml'):
-        if f.exists(): return saved_config(f).dllm.response_canvas
-    return DLLMConfig().response_canvas
+        if f.exists(): return saved_config(f).dllm.max_new_tokens
+    return DLLMConfig().max_new_tokens
 
 def main(argv: Optional[list[str]] = None) -> int:
     "CLI: `python -m dllm_nb.eval --checkpoint DIR --task NAME`: exact match and likelihood on a built-in task."
-    from dllm_nb.generate import at_least, cli_device, load_checkpoint, load_error, saved_block_size
+    from dllm_nb.generate import at_least, cli_device, load_checkpoint, load_error, saved_block_size, steps_problem
+    from dllm_nb.modes import mode_of_model
     from transformers.utils import logging as hf_logging
     ap = argparse.ArgumentParser(prog='python -m dllm_nb.eval', description='Evaluate a dllm_nb checkpoint.')
     ap.add_argument('--checkpoint', required=True)
     ap.add_argument('--task', required=True, choices=sorted(TASKS), help='built-in task (checked before the model loads)')
     ap.add_argument('--split', default='test', choices=['train', 'validation', 'val', 'test']); ap.add_argument('--n', type=at_least(1), default=None, help='first N examples')
-    ap.add_argument('--max-new-tokens', type=at_least(1), default=None, help="default: the run's dllm.response_canvas (40)")
-    ap.add_argument('--steps', type=at_least(1), default=None, help='MDLM: total steps; block diffusion: steps per block')
+    ap.add_argument('--max-new-tokens', type=at_least(1), default=None, help="default: the run's dllm.max_new_tokens (40)")
+    ap.add_argument('--steps', type=at_least(1), default=None, help='total denoising steps (mdlm; default: one per token)')
+    ap.add_argument('--steps-per-block', type=at_least(1), default=None, help='denoising steps per block (block_diffusion; default: the block size)')
     ap.add_argument('--block-size', type=at_least(1), default=None, help='default: the training block size')
     ap.add_argument('--nll-samples', type=at_least(0), default=8, help='stratified t samples per example (0 = skip)')
     ap.add_argument('--batch-size', type=at_least(1), default=32); ap.add_argument('--seed', type=int, default=0)
@@ -190,10 +192,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     except Exception as e:                                             # one line (truncated weights too), as generate
         if os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0'): raise
         print(f'error: {load_error(args.checkpoint, e)}', file=sys.stderr); return 2
+    if problem := steps_problem(args, mode_of_model(model)): print(f'error: {problem}', file=sys.stderr); return 2
     bs = args.block_size or saved_block_size(args.checkpoint)
     em = exact_match(model, tok, args.task, args.split, args.n, args.seed, args.batch_size,
                      args.max_new_tokens or saved_canvas(args.checkpoint),
-                     steps=args.steps, block_size=bs, progress=not IN_NOTEBOOK)
+                     steps=args.steps or args.steps_per_block, block_size=bs, progress=not IN_NOTEBOOK)
     print(f"{args.task}/{args.split}: exact match {em['accuracy']:.3f} ({em['correct']}/{em['n']})")
     if args.nll_samples:
         lik = task_likelihood(model, tok, args.task, args.split, args.n, args.seed, bs or 4, args.nll_samples, args.batch_size)

@@ -4,38 +4,12 @@
 
 # %% ../nbs/11a_export.ipynb 2
 from __future__ import annotations
-import argparse, os, sys, warnings
+import argparse, os, sys
 from pathlib import Path
-import torch
-import torch.distributed.checkpoint as dcp
-from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict
-from .checkpoint import STATE_FILES, SafeLoadPlanner, SafeReader, read_dcp_metadata, read_trainer_state
-from .config import saved_config
+from .generate import is_training_checkpoint, load_error, load_training_checkpoint   # noqa: F401  (re-exported)
 
 # %% auto 0
-__all__ = ['is_training_checkpoint', 'load_training_checkpoint', 'main']
-
-# %% ../nbs/11a_export.ipynb
-def is_training_checkpoint(path) -> bool:
-    "True for a run's `ckpt-NNNNNNN/` folder (trainer state + DCP shards)."
-    p = Path(path)
-    return (p / '.metadata').exists() and any((p / f).exists() for f in STATE_FILES)
-
-def load_training_checkpoint(path, device=None) -> tuple:
-    "`(model, tokenizer, cfg, mask_token_id, step)` of a training checkpoint: the model rebuilt from its config, in eval mode."
-    from dllm_nb.data import load_tokenizer
-    from dllm_nb.trainer import build_model
-    path = Path(path)
-    st = read_trainer_state(path); md = read_dcp_metadata(path)          # both safe, both small: fail before building
-    cfg = saved_config(st['config'], strict=False)
-    tok = load_tokenizer(cfg.model.tokenizer or cfg.model.path)
-    model, mask_id = build_model(cfg, tok, verbose=False)
-    state = {'model': get_model_state_dict(model)}
-    with warnings.catch_warnings():
-        warnings.filterwarnings('ignore', message='torch.distributed is disabled')
-        dcp.load(state, storage_reader=SafeReader(str(path)), planner=SafeLoadPlanner(str(path)))
-    set_model_state_dict(model, state['model'])
-    return model.to(device or 'cpu').eval(), tok, cfg, mask_id, int(st['step'])
+__all__ = ['main']
 
 # %% ../nbs/11a_export.ipynb
 def _parser() -> argparse.ArgumentParser:
@@ -55,7 +29,6 @@ def _problem(ckpt: Path, out: Path) -> str | None:
 
 def main(argv=None) -> int:
     "CLI: `python -m dllm_nb.export --checkpoint RUN/ckpt-NNNNNNN --out DIR`; 0 written, 1 disk error, 2 bad input."
-    from dllm_nb.generate import load_error
     from dllm_nb.train import write_final
     args = _parser().parse_args(argv)
     debug = args.debug or os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0')

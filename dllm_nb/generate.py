@@ -4,20 +4,28 @@
 
 # %% ../nbs/12_generate.ipynb 2
 from __future__ import annotations
-import argparse, json, math, os, sys
+import argparse, json, math, os, sys, warnings
 from pathlib import Path
 from typing import Callable, Optional
 import torch
 from torch import nn
 from fastcore.imports import IN_NOTEBOOK
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict
+from .checkpoint import STATE_FILES, SafeLoadPlanner, SafeReader, read_dcp_metadata, read_trainer_state
 from .config import mode_block_size, saved_config
 from .models import DLLM_CONFIG_NAME, BlockDiffusionLM, CausalLM, MaskedDiffusionLM   # noqa: F401  (re-exported)
-from .modes import MODES, mode_of_model
+from .modes import MODES, build_model, mode_of_model
 from .sampling import *          # noqa: F403  the samplers' shared names, offered here as they always were
+# each mode's sampler lives with its mode; these old import paths keep working (`from dllm_nb.generate import generate_mdlm`)
+from .mdlm import MDLMCache, generate_mdlm, generate_mdlm_cached, mdlm_canvas, mdlm_unmask   # noqa: F401
+from .block_diffusion import denoise_step, generate_block_diffusion, keep_schedule         # noqa: F401
+from .ar import generate_autoregressive_cached                                            # noqa: F401
 
 # %% auto 0
-__all__ = ['DEFAULT_MAX_NEW_TOKENS', 'generate', 'model_classes', 'saved_run', 'saved_block_size', 'load_checkpoint',
-           'check_prompt_lengths', 'at_least', 'load_error', 'cli_device', 'at_least_float', 'main']
+__all__ = ['DEFAULT_MAX_NEW_TOKENS', 'generate', 'model_classes', 'saved_run', 'saved_block_size', 'is_training_checkpoint',
+           'load_training_checkpoint', 'load_checkpoint', 'check_prompt_lengths', 'at_least', 'load_error',
+           'cli_device', 'at_least_float', 'steps_problem', 'main']
 
 # %% ../nbs/12_generate.ipynb
 def generate(model: nn.Module, prompts: Prompts, tokenizer=None, max_new_tokens: int = 32,
@@ -42,13 +50,33 @@ def saved_block_size(path) -> Optional[int]:
     return None
 
 # %% ../nbs/12_generate.ipynb
+def is_training_checkpoint(path) -> bool:
+    "True for a run's `ckpt-NNNNNNN/` folder (trainer state + DCP shards)."
+    p = Path(path)
+    return (p / '.metadata').exists() and any((p / f).exists() for f in STATE_FILES)
+
+def load_training_checkpoint(path, device=None) -> tuple:
+    "`(model, tokenizer, cfg, mask_token_id, step)` of a training checkpoint: the model rebuilt from its config, in eval mode."
+    from dllm_nb.data import load_tokenizer
+    path = Path(path)
+    st = read_trainer_state(path); md = read_dcp_metadata(path)          # both safe, both small: fail before building
+    cfg = saved_config(st['config'], strict=False)
+    tok = load_tokenizer(cfg.model.tokenizer or cfg.model.path)
+    model, mask_id = build_model(cfg, tok, verbose=False)
+    state = {'model': get_model_state_dict(model)}
+    with warnings.catch_warnings():
+        warnings.filterwarnings('ignore', message='torch.distributed is disabled')
+        dcp.load(state, storage_reader=SafeReader(str(path)), planner=SafeLoadPlanner(str(path)))
+    set_model_state_dict(model, state['model'])
+    return model.to(device or 'cpu').eval(), tok, cfg, mask_id, int(st['step'])
+
+# %% ../nbs/12_generate.ipynb
 def load_checkpoint(path, device=None, attn_implementation: str = 'sdpa'):
     "`(model, tokenizer)` from a `save_pretrained` folder; the model class comes from its `dllm_config.json`."
     from dllm_nb.data import load_tokenizer
     path = Path(path)
     if not (path / DLLM_CONFIG_NAME).exists():
-        if any((path / f).exists() for f in ('trainer_state.json', 'trainer_state.pt')):   # a run's ckpt-NNNNNNN/
-            from dllm_nb.export import load_training_checkpoint
+        if any((path / f).exists() for f in STATE_FILES):   # a run's ckpt-NNNNNNN/
             return load_training_checkpoint(path, device)[:2]
         raise FileNotFoundError(f"{path} has no {DLLM_CONFIG_NAME}: not a dllm_nb checkpoint; give a run's final/ folder, "
                                 "one of its ckpt-NNNNNNN/ folders, or a folder written by save_pretrained")
@@ -117,7 +145,7 @@ def at_least_float(lo: float, hi: float = math.inf) -> Callable[[str], float]:
         return v
     return parse
 
-def _steps_problem(args, mode) -> Optional[str]:
+def steps_problem(args, mode) -> Optional[str]:
     "`--steps` (a total) and `--steps-per-block` each apply to the modes whose sampler takes it; the old meaning is named."
     for flag, name in (('--steps', 'steps'), ('--steps-per-block', 'steps_per_block')):
         if getattr(args, name) is None or name in mode.sampler_options: continue
@@ -172,7 +200,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         if args.temperature or args.threshold is not None or args.steps or args.steps_per_block:
             print('error: --verified is greedy and checks every token: drop --temperature/--threshold/--steps/--steps-per-block', file=sys.stderr); return 2
         kw = dict(chat=kw['chat'], verified=True)
-    if problem := _steps_problem(args, mode): print(f'error: {problem}', file=sys.stderr); return 2
+    if problem := steps_problem(args, mode): print(f'error: {problem}', file=sys.stderr); return 2
     steps = args.steps or args.steps_per_block
     block_size = args.block_size or saved_block_size(args.checkpoint)
     starts = range(0, len(prompts), args.batch_size)

@@ -77,7 +77,7 @@ class HybridDiffusionLM(DLLMWrapper):
 
     def two_copy_mask(self, L: int, attention_mask: Tensor):
         if self.attn_implementation == 'flex_attention': return hybrid_block_mask(L, self.block_size, attention_mask, self.mask_mod)
-        return self._mask(hybrid_mask(L, self.block_size, attention_mask, self.mask_mod))
+        return self.backbone_mask(hybrid_mask(L, self.block_size, attention_mask, self.mask_mod))
 
     def forward(self, input_ids: Tensor, *, masked_indices: Tensor, attention_mask: Optional[Tensor] = None) -> HybridOutput:
         "Clean `input_ids [B, L]` + the `masked_indices [B, L]` sidecar; the noisy copy is built here (the reference's contract)."
@@ -96,7 +96,7 @@ class HybridDiffusionLM(DLLMWrapper):
         B, L = input_ids.shape
         if self.attn_implementation == 'flex_attention':
             mask = mdlm_block_mask(attention_mask, B, L, causal=True, device=input_ids.device)
-        else: mask = self._mask(mdlm_attention_mask(attention_mask, L, causal=True, device=input_ids.device).expand(B, 1, L, L))
+        else: mask = self.backbone_mask(mdlm_attention_mask(attention_mask, L, causal=True, device=input_ids.device).expand(B, 1, L, L))
         pos = torch.arange(L, device=input_ids.device).expand(B, L)
         return self.backbone(input_ids=input_ids, attention_mask=mask, position_ids=pos, use_cache=False).logits
 @torch.no_grad()
@@ -184,5 +184,6 @@ def sample_hybrid(model, prompts, tokenizer=None, max_new_tokens: int = 32, step
     return generate_hybrid(model, prompts, max_new_tokens, tokenizer, **kw)
 
 HYBRID = register_mode(Mode('hybrid', HybridSettings, HybridStrategy, build_hybrid, sample_hybrid, model_classes=(HybridDiffusionLM,),
-                            collate=lambda cfg: dict(block_size=cfg.hybrid.block_size, response_canvas=cfg.dllm.response_canvas),
+                            collate=lambda cfg: dict(block_size=cfg.hybrid.block_size, response_fill=cfg.hybrid.response_fill),
+                            second_loss='causal_loss',   # the clean copy's next-token loss
                             renamed=dict(ar_loss_alpha=('diffusion_weight', 'it weights the diffusion term: loss = w * D + AR'))))

@@ -81,7 +81,7 @@ class IntrospectiveDiffusionLM(DLLMWrapper):
         am = torch.ones_like(input_ids) if attention_mask is None else attention_mask
         bs = block_size or self.block_size
         mask = (idlm_block_mask(L, bs, am) if self.attn_implementation == 'flex_attention'
-                else self._mask(idlm_mask(L, bs, am)))
+                else self.backbone_mask(idlm_mask(L, bs, am)))
         pos = torch.arange(L, device=input_ids.device).repeat(2).expand(B, 2 * L)
         return DLLMOutput(self.backbone(input_ids=torch.cat([noisy_input_ids, input_ids], 1), attention_mask=mask,
                                         position_ids=pos, use_cache=False).logits)
@@ -241,4 +241,5 @@ def sample_idlm(model, prompts, tokenizer=None, max_new_tokens: int = 32, steps=
     "`generate_idlm` with `block_size` drafts per pass (default: the model's; `steps` does not apply)."
     return generate_idlm(model, prompts, max_new_tokens, block_size, tokenizer, **kw)
 
-IDLM = register_mode(Mode('idlm', IDLMSettings, IDLMStrategy, build_idlm, sample_idlm, model_classes=(IntrospectiveDiffusionLM,)))
+IDLM = register_mode(Mode('idlm', IDLMSettings, IDLMStrategy, build_idlm, sample_idlm, model_classes=(IntrospectiveDiffusionLM,),
+                          second_loss='clean_loss'))   # CE on the clean copy (idlm.clean_loss_weight)

@@ -18,7 +18,7 @@ class LossParts(NamedTuple):
     "What every loss returns; each term is already divided by its global denominator."
     loss: Tensor               # scalar to backpropagate (the trainer scales it by dp_size under gradient averaging)
     dllm_loss: Tensor | None   # diffusion term (None for a pure AR loss)
-    ar_loss: Tensor | None     # AR next-token term before its weight (None when the mode has no AR term)
+    ar_loss: Tensor | None     # second term before its weight (None: none); records name it per mode (Mode.second_loss)
 
 def count_tokens(mask: Tensor) -> Tensor:
     "Number of `True`/nonzero entries of `mask`, as a 0-dim long tensor on its device (ready to all-reduce)."

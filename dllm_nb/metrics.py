@@ -9,6 +9,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Callable, Optional
 import torch
+from .modes import MODES
 
 # %% auto 0
 __all__ = ['TRAIN_KEYS', 'VAL_KEYS', 'memory_mb', 'StepRecord', 'MetricsLogger', 'read_metrics', 'plot_metrics', 'trim_metrics']
@@ -20,8 +21,8 @@ def memory_mb(device: torch.device | str = 'cpu') -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024   # Linux reports KiB
 
 # %% ../nbs/09b_metrics.ipynb
-TRAIN_KEYS = ('loss', 'dllm_loss', 'ar_loss', 'grad_norm', 'lr', 'tokens_per_step', 'tps', 'supervised_tokens', 'mem', 'mode', 'cpu_s')
-VAL_KEYS = ('val_loss', 'val_dllm_loss', 'val_ar_loss', 'val_tokens')
+TRAIN_KEYS = ('loss', 'dllm_loss', 'second_loss', 'grad_norm', 'lr', 'tokens_per_step', 'tps', 'supervised_tokens', 'mem', 'mode', 'cpu_s')
+VAL_KEYS = ('val_loss', 'val_dllm_loss', 'val_second_loss', 'val_tokens')
 
 @dataclass
 class StepRecord:
@@ -29,7 +30,8 @@ class StepRecord:
     step: int                               # optimizer steps done (0: before the first)
     loss: Optional[float] = None            # total training loss, reduced over micro-batches and ranks
     dllm_loss: Optional[float] = None       # its diffusion term
-    ar_loss: Optional[float] = None         # its causal next-token term (the mode's own: co-loss, encoder or clean-copy CE)
+    second_loss: Optional[float] = None     # its second term before its weight, logged under `second_name`
+    second_name: Optional[str] = None       # what the mode calls it (`Mode.second_loss`: causal_loss, encoder_loss, clean_loss)
     grad_norm: Optional[float] = None       # global gradient norm before clipping
     lr: Optional[float] = None              # learning rate the step used
     tokens_per_step: Optional[int] = None   # non-pad tokens of the step, all ranks
@@ -41,16 +43,20 @@ class StepRecord:
     skipped: bool = False                   # the loss or gradient norm was NaN/inf: no optimizer step
     val_loss: Optional[float] = None        # validation loss (global denominators)
     val_dllm_loss: Optional[float] = None   # its diffusion term
-    val_ar_loss: Optional[float] = None     # its causal term
+    val_second_loss: Optional[float] = None # its second term (logged as `val_` + `second_name`)
     val_tokens: Optional[int] = None        # validation weight (the strategy's diffusion count)
 
     def to_dict(self) -> dict:
         "The record's `metrics.jsonl` line: `step`, the training keys of a training step, `skipped` if so, validation's if it ran."
         d = dict(step=self.step)
-        if self.loss is not None: d.update({k: getattr(self, k) for k in TRAIN_KEYS})
+        if self.loss is not None: d.update(self._logged(TRAIN_KEYS))
         if self.skipped: d['skipped'] = 1
-        if self.val_loss is not None: d.update({k: getattr(self, k) for k in VAL_KEYS})
+        if self.val_loss is not None: d.update(self._logged(VAL_KEYS))
         return d
+    def _logged(self, keys) -> dict:
+        "`keys`' values by logged name: the second term under the mode's name for it, left out when the mode has none."
+        name = lambda k: k.replace('second_loss', self.second_name or '')
+        return {name(k): getattr(self, k) for k in keys if 'second_loss' not in k or self.second_name}
     def __getitem__(self, key: str): return self.to_dict()[key]
     def __contains__(self, key: str) -> bool: return key in self.to_dict()
     def get(self, key: str, default=None):
@@ -78,18 +84,25 @@ class MetricsLogger:
         if echo: echo(' '.join(f'{k}={v:.4g}' if isinstance(v, float) else f'{k}={v}' for k, v in rec.items()))
 
 def read_metrics(run_dir: str | Path) -> list[dict]:
-    "All records of a run's `metrics.jsonl`."
+    "All records of a run's `metrics.jsonl`; an older log's `ar_loss` / `val_ar_loss` read under its mode's name for that term."
     p = Path(run_dir) / 'metrics.jsonl'
-    return [json.loads(l) for l in p.read_text().splitlines() if l.strip()] if p.exists() else []
+    recs, mode = [json.loads(l) for l in p.read_text().splitlines() if l.strip()] if p.exists() else [], None
+    for r in recs:
+        mode = r.get('mode', mode)                                  # validation-only records follow the run's mode
+        name = MODES[mode].second_loss if mode in MODES else None
+        for old in ('ar_loss', 'val_ar_loss'):
+            if old in r and name: r[old.replace('ar_loss', name)] = r.pop(old)
+    return recs
 
 # %% ../nbs/09b_metrics.ipynb
 def plot_metrics(records: list[dict], path: str | Path | None = None):
     "Training and validation loss against step (saved to `path` when given)."
     import matplotlib.pyplot as plt          # drawn on rank 0 only: workers do not pay matplotlib's import
     fig, ax = plt.subplots(figsize=(5, 3.2), dpi=90)
+    records = [r.to_dict() if isinstance(r, StepRecord) else r for r in records]   # records of a fit, or of metrics.jsonl
     tr = [r for r in records if 'loss' in r]; va = [r for r in records if 'val_loss' in r]
     if tr: ax.plot([r['step'] for r in tr], [r['loss'] for r in tr], label='train loss (total)', lw=1)
-    if tr and any(r.get('ar_loss') for r in tr):
+    if tr and any(v for r in tr for k, v in r.items() if k.endswith('_loss') and k not in ('loss', 'dllm_loss')):   # a second term
         ax.plot([r['step'] for r in tr], [r['dllm_loss'] for r in tr], label='train diffusion loss', lw=1)
     if va: ax.plot([r['step'] for r in va], [r['val_loss'] for r in va], 'o-', label='validation loss', ms=3)
     ax.set_xlabel('step'); ax.set_ylabel('loss'); ax.set_yscale('log'); ax.grid(alpha=.3); ax.legend()

@@ -191,7 +191,8 @@ class DLLMWrapper(nn.Module):
     def config(self): return self.backbone.config
     @property
     def attn_implementation(self) -> str: return self.backbone.config._attn_implementation
-    def _mask(self, mask: MaskLike) -> MaskLike:
+    def backbone_mask(self, mask: MaskLike) -> MaskLike:
+        "`mask` (bool keep, `[B, 1, Q, K]`, or a BlockMask) in the form this backbone's attention takes."
         return model_attention_mask(mask, self.attn_implementation, self.backbone.dtype)
 
     def save_pretrained(self, path: Union[str, Path]) -> None:
@@ -236,7 +237,7 @@ class MaskedDiffusionLM(DLLMWrapper):
         if self.attn_implementation == 'flex_attention':
             return mdlm_block_mask(attention_mask, B, T, self.supervise_padding, causal, device)
         keep = mdlm_attention_mask(attention_mask, T, self.supervise_padding, causal, device)
-        return self._mask(keep.expand(B, 1, T, T))
+        return self.backbone_mask(keep.expand(B, 1, T, T))
 
     def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None, causal: bool = False) -> DLLMOutput:
         B, T = input_ids.shape
@@ -379,7 +380,7 @@ class BlockDiffusionLM(DLLMWrapper):
         "Causal pass over the clean sequence (positions `0..S-1`), recording every layer's K/V."
         B, S = input_ids.shape
         cache = SharedKVCache(self.num_layers)
-        out = self.backbone(input_ids=input_ids, attention_mask=self._mask(encoder_mask), use_cache=True, cache=cache,
+        out = self.backbone(input_ids=input_ids, attention_mask=self.backbone_mask(encoder_mask), use_cache=True, cache=cache,
                             position_ids=torch.arange(S, device=input_ids.device).expand(B, S),
                             logits_to_keep=0 if return_logits else 1)
         return EncoderState(cache.kv, out.logits if return_logits else None)
@@ -388,7 +389,7 @@ class BlockDiffusionLM(DLLMWrapper):
                self_cond_embeds: Optional[Tensor] = None, self_cond_rows: Optional[Tensor] = None, **backbone_kw):
         "One canvas pass over `[encoder ; canvas]` keys (a fresh read-only cache); returns the backbone output."
         return self.backbone(inputs_embeds=self.canvas_embeds(canvas_ids, self_cond_embeds, self_cond_rows),
-                             attention_mask=self._mask(decoder_mask), use_cache=True,
+                             attention_mask=self.backbone_mask(decoder_mask), use_cache=True,
                              cache=SharedKVCache(self.num_layers, state.kv), position_ids=decoder_position_ids,
                              **backbone_kw)
 
@@ -411,7 +412,7 @@ class BlockDiffusionLM(DLLMWrapper):
                 decoder_position_ids: Tensor, do_self_conditioning: Optional[Tensor] = None,
                 prev_logits: Optional[Tensor] = None, return_encoder_logits: Optional[bool] = None) -> DLLMOutput:
         _check_geometry(input_ids, canvas_ids, encoder_mask, decoder_mask, decoder_position_ids, do_self_conditioning)
-        encoder_mask, decoder_mask = self._mask(encoder_mask), self._mask(decoder_mask)   # once: both decodes share it
+        encoder_mask, decoder_mask = self.backbone_mask(encoder_mask), self.backbone_mask(decoder_mask)   # once: both decodes share it
         enc_logits = self.training if return_encoder_logits is None else return_encoder_logits
         state = self.encode(input_ids, encoder_mask, return_logits=enc_logits or self.shift_logits)
         args, sc = (state, canvas_ids, decoder_mask, decoder_position_ids), None

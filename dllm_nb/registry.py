@@ -45,6 +45,7 @@ class Mode:
     exact_match: bool = True                # the built-in tasks' exact-match report after training applies
     block_key: str = 'block_size'           # its settings' key of the block it trains and samples with
     renamed: dict = field(default_factory=dict)   # old key of its section -> (new key, why): a config error, a saved run migrated
+    second_loss: Optional[str] = None       # what its records call the loss's second term (`LossParts.ar_loss`); None: it has none
     card_title: str = 'A diffusion LM'      # what its final/ model card says the checkpoint is
     card_note: str = ''                     # how the final/ backbone relates to plain `transformers` generate (model card)
 

@@ -84,12 +84,13 @@ class MDLMSettings:
     shift_logits: bool = False              # mdlm: position i predicts token i+1 (Dream), so an AR warm-up carries over
     ar_loss_weight: float = 0.0             # mdlm: weight of a causal next-token co-loss after the warm-up (0 = pure MDLM)
     suffix_mask_prob: float = 0.0           # mdlm: fraction of training rows masked as a suffix (the semi-AR sampler's context)
+    response_fill: int = 40                 # mdlm: each training response is followed by supervised, attended EOS to this many tokens
     mask_token_id: Optional[int] = field(default=None, metadata=RUNTIME)   # id that replaces a corrupted token (required)
     eps: float = field(default=1e-3, metadata=RUNTIME)   # smallest corruption probability, p = (1 - eps) t + eps (dllm.eps)
     t_sampling: str = field(default='iid', metadata=RUNTIME)   # how t is drawn across the batch (dllm.t_sampling)
     def problems(self, cfg=None) -> list[str]:
         "What is wrong: with `cfg`, as config keys (`mdlm.*`); without, also the runtime values a strategy needs."
-        p = at_least('mdlm', self, dict(sampler_block_size=1, ar_warmup_steps=0, ar_loss_weight=0))
+        p = at_least('mdlm', self, dict(sampler_block_size=1, ar_warmup_steps=0, ar_loss_weight=0, response_fill=1))
         if not 0 <= self.suffix_mask_prob <= 1: p.append(f"mdlm.suffix_mask_prob={self.suffix_mask_prob} must be in [0, 1]")
         return p + (mask_token_problems(cfg, 'mdlm') if cfg is not None else need_mask(self.mask_token_id, 'mdlm') + runtime_problems(self))
     @classmethod
@@ -140,13 +141,14 @@ class HybridSettings:
     block_size: Optional[int] = 4           # hybrid: masking block = collator fill = sampler block length; 1 = autoregressive (None: uniform masking, outside a config)
     half_life_ratio: float = 0.25           # hybrid: late-position bias of blockwise masking, as a fraction of the block
     diffusion_weight: float = 1.0           # hybrid: weight of the diffusion term, loss = w·D + AR (the reference's ar_loss_alpha)
+    response_fill: int = 40                 # hybrid: each training response is followed by supervised, attended EOS to this many tokens
     mask_token_id: Optional[int] = field(default=None, metadata=RUNTIME)   # id that replaces a corrupted token (required)
     eps: float = field(default=1e-3, metadata=RUNTIME)   # smallest corruption level (dllm.eps)
     t_sampling: str = field(default='iid', metadata=RUNTIME)   # how t is drawn when block_size is None (dllm.t_sampling)
     def problems(self, cfg=None) -> list[str]:
         "What is wrong: with `cfg`, as config keys (`hybrid.*`); without, also the runtime values a strategy needs."
         p = [] if (self.block_size is None and cfg is None) or (self.block_size or 0) >= 1 else [f"hybrid.block_size={self.block_size} must be >= 1"]
-        p += at_least('hybrid', self, dict(diffusion_weight=0))
+        p += at_least('hybrid', self, dict(diffusion_weight=0, response_fill=1))
         if self.half_life_ratio <= 0: p.append(f"hybrid.half_life_ratio={self.half_life_ratio} must be > 0")
         return p + (mask_token_problems(cfg, 'hybrid') if cfg is not None else need_mask(self.mask_token_id, 'hybrid') + runtime_problems(self))
     @classmethod

@@ -145,7 +145,7 @@ def write_model_card(out_dir: Path, cfg, scores: dict | None = None) -> Path:
 def export_final(trainer, out_dir: str | Path):
     "Consolidate the trained model (gathering FSDP shards) and write a self-describing `final/`; rank 0 returns the model."
     from dllm_nb.distributed import full_state_dict
-    from dllm_nb.trainer import build_model
+    from dllm_nb.modes import build_model
     sd = full_state_dict(trainer.model)['model']                       # collective: every rank calls it
     if not trainer.dist.is_main: return None
     model, mask_id = build_model(trainer.cfg, trainer.tokenizer, verbose=False)
@@ -255,7 +255,8 @@ def main(argv=None) -> int:
     debug, rank0 = args.debug or os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0'), int(os.environ.get('RANK', 0)) == 0
     from dllm_nb.checkpoint import ResumeError, UnsafeCheckpointError, unlock_run_dir
     from dllm_nb.data import DataError
-    from dllm_nb.trainer import NonFiniteError, load_data, preflight
+    from dllm_nb.checkpoint import preflight
+    from dllm_nb.trainer import NonFiniteError, load_data
     def fail(e, code: int, msg: str | None = None) -> int:
         if debug: raise e
         if rank0: print(f'error: {msg or e}', file=sys.stderr, flush=True)

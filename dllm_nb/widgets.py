@@ -247,7 +247,7 @@ class TrajectoryState:
 
 def draw_trajectory_state(traj, step: int, row: int = 0, tokenizer=None, ax=None) -> TrajectoryState:
     "Row `row` of a sampler `Trajectory` up to `step` (0 = the start), with the canvas decoded at that step."
-    from dllm_nb.generate import Trajectory, plot_trajectory
+    from dllm_nb.sampling import Trajectory, plot_trajectory
     N, B = traj.ids.shape[:2]
     if not 0 <= step < N: raise ValueError(f"step={step} is outside this trajectory's steps 0..{N - 1}.")
     if not 0 <= row < B: raise ValueError(f"row={row} is outside this trajectory's rows 0..{B - 1}.")

@@ -46,7 +46,7 @@ def _cli(*args):
 
 def test_generate_cli_verified_is_the_encoders_greedy_output(tmp_path):
     from dllm_nb.data import load_tokenizer
-    from dllm_nb.fast_sampling import generate_autoregressive_cached
+    from dllm_nb.ar import generate_autoregressive_cached
     from dllm_nb.models import BlockDiffusionLM, build_backbone, tiny_config
     tok = load_tokenizer(); torch.manual_seed(0)
     model = BlockDiffusionLM(build_backbone(tiny_config('llama', vocab_size=len(tok), hidden_size=32)), self_conditioning=False,

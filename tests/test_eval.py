@@ -134,3 +134,23 @@ def test_eval_cli(tmp_path):
                        capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     assert 'reverse/test: exact match 0.000 (0/3)' in r.stdout and 'nll_bound' in r.stdout
+
+
+def test_eval_cli_steps_mean_one_thing(tmp_path, capsys):
+    "Issue 23: eval's --steps is the total (mdlm), --steps-per-block the block count (block_diffusion), as in generate."
+    from dllm_nb.data import load_tokenizer
+    from dllm_nb.eval import main
+    from dllm_nb.models import BlockDiffusionLM
+    torch.manual_seed(0)
+    V = len(load_tokenizer())
+    MaskedDiffusionLM(build_backbone(tiny_config(vocab_size=V, hidden_size=32))).save_pretrained(tmp_path / 'mdlm')
+    BlockDiffusionLM(build_backbone(tiny_config(vocab_size=V, hidden_size=32))).save_pretrained(tmp_path / 'bd')
+    base = ['--task', 'reverse', '--n', '2', '--nll-samples', '0', '--max-new-tokens', '4', '--device', 'cpu']
+    assert main(['--checkpoint', str(tmp_path / 'bd'), '--steps', '4', *base]) == 2
+    assert 'for this block_diffusion checkpoint (steps per block, what --steps meant for it before) write --steps-per-block 4' \
+        in capsys.readouterr().err
+    assert main(['--checkpoint', str(tmp_path / 'mdlm'), '--steps-per-block', '2', *base]) == 2
+    assert '--steps-per-block does not apply to a mdlm checkpoint' in capsys.readouterr().err
+    assert main(['--checkpoint', str(tmp_path / 'bd'), '--steps-per-block', '2', *base]) == 0
+    assert main(['--checkpoint', str(tmp_path / 'mdlm'), '--steps', '4', *base]) == 0
+    assert 'reverse/test: exact match' in capsys.readouterr().out

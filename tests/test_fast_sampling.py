@@ -9,7 +9,8 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from dllm_nb.eval import generate_autoregressive
-from dllm_nb.fast_sampling import generate_autoregressive_cached, generate_mdlm_cached
+from dllm_nb.ar import generate_autoregressive_cached
+from dllm_nb.mdlm import generate_mdlm_cached
 from dllm_nb.generate import BlockDiffusionLM, MaskedDiffusionLM, generate_mdlm
 from dllm_nb.models import build_backbone, tiny_config
 

@@ -137,7 +137,7 @@ def test_cli_preflight_before_any_setup(tmp_path):
 
 def test_output_dir_not_writable_or_under_a_file(tmp_path):
     from dllm_nb.config import ConfigError
-    from dllm_nb.trainer import preflight
+    from dllm_nb.checkpoint import preflight
     (tmp_path / 'f').write_text('x')
     with pytest.raises(ConfigError, match="lies under the file"): preflight(cfg_of(tmp_path / 'f' / 'run'))
     if os.geteuid() != 0:                                             # root may write anywhere
@@ -158,7 +158,7 @@ def test_cli_eval_rejects_unknown_task_before_loading(tmp_path, monkeypatch, cap
 def tiny_export(tmp_path_factory):
     "A tiny MDLM `final/` folder (random weights) and its tokenizer."
     from dllm_nb.data import load_tokenizer
-    from dllm_nb.trainer import build_model
+    from dllm_nb.modes import build_model
     d, tok = tmp_path_factory.mktemp('final'), load_tokenizer()
     model, _ = build_model(cfg_of(d), tok)
     model.save_pretrained(d); tok.save_pretrained(d)
@@ -267,7 +267,8 @@ def test_cli_never_exports_nonfinite_model(tmp_path, monkeypatch, capsys):
 def test_reused_output_dir_refused_unless_resume_or_overwrite(tmp_path, capsys):
     from dllm_nb.config import ConfigError
     from dllm_nb.checkpoint import list_checkpoints
-    from dllm_nb.trainer import Trainer, preflight
+    from dllm_nb.checkpoint import preflight
+    from dllm_nb.trainer import Trainer
     Trainer(cfg_of(tmp_path, 'train.max_steps=2'), quiet=True).fit()
     with pytest.raises(ConfigError, match=r"already holds a run \(ckpt-0000002, .*\); resume it with train.resume=auto, "
                                           r"choose a new output_dir, or set train.overwrite=true"):

@@ -68,15 +68,3 @@ def test_readme_commands_name_what_they_need():
         for name in re.findall(r'--config (\S+)', block):
             if load_config(name, world_size=1).train.tensorboard: assert "[tensorboard]" in block, block
 
-
-def test_python_api_example_runs(tmp_path):
-    "The README's Python example, with 2 steps and 2 prompts instead of 600 and 20."
-    import os
-    code, = [b for lang, b in BLOCKS if lang == 'python']
-    short = code.replace("'train.max_steps=600'", "'train.max_steps=2', 'train.warmup_steps=1'").replace('n=20', 'n=2')
-    assert short != code
-    env = {**os.environ, 'PYTHONPATH': str(ROOT), 'OMP_NUM_THREADS': '1'}
-    r = subprocess.run([sys.executable, '-c', short], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert re.match(r"^\d\.\d+ \{'prompt': 'What is \d{3} \+ \d{3}\?'", r.stdout.splitlines()[-1]), r.stdout[-500:]
-    assert (tmp_path / 'runs' / 'api' / 'metrics.jsonl').exists()

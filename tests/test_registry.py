@@ -14,7 +14,7 @@ from dllm_nb.mdlm import masked_backbone
 from dllm_nb.models import MaskedDiffusionLM
 from dllm_nb.modes import MODES, get_mode, mode_of_model
 from dllm_nb.registry import RUNTIME, Mode, register_mode
-from dllm_nb.sampling import generate_mdlm
+from dllm_nb.mdlm import generate_mdlm
 from dllm_nb.stages import Counts
 from dllm_nb.strategies import uniform_masking
 
@@ -101,11 +101,11 @@ def test_toy_mode_trains_saves_and_samples(toy_mode, tmp_path, capsys):
 
 def test_generate_steps_flags_have_one_meaning():
     "Issue 23: `--steps` is a total (mdlm); `--steps-per-block` is block diffusion's; the old double meaning is a named error."
-    from dllm_nb.generate import _parser, _steps_problem
+    from dllm_nb.generate import _parser, steps_problem
     args = lambda *a: _parser().parse_args(['--checkpoint', 'x', *a])
-    assert _steps_problem(args('--steps', '8'), get_mode('mdlm')) is None
-    assert _steps_problem(args('--steps-per-block', '2'), get_mode('block_diffusion')) is None
-    assert _steps_problem(args('--steps', '4'), get_mode('block_diffusion')) == (
+    assert steps_problem(args('--steps', '8'), get_mode('mdlm')) is None
+    assert steps_problem(args('--steps-per-block', '2'), get_mode('block_diffusion')) is None
+    assert steps_problem(args('--steps', '4'), get_mode('block_diffusion')) == (
         "--steps is the total number of denoising steps; for this block_diffusion checkpoint (steps per block, what --steps "
         "meant for it before) write --steps-per-block 4")
-    assert 'does not apply to a hybrid checkpoint' in _steps_problem(args('--steps-per-block', '2'), get_mode('hybrid'))
+    assert 'does not apply to a hybrid checkpoint' in steps_problem(args('--steps-per-block', '2'), get_mode('hybrid'))
