@@ -80,17 +80,7 @@ def train(row: str, gguf: str, runs: Path, retrain: bool, extra: list, spec=None
 
 def probe_cpu_step(out: Path, n: int = 5) -> float:
     "Median process CPU seconds of `dllm_nb.trainer.train_step` over steps 2..n with the run's own config (runs whose log has no cpu_s)."
-    from dllm_nb.config import saved_config
-    from dllm_nb.trainer import Trainer, train_step
-    cfg = saved_config(out / 'config.yaml')
-    cfg.output_dir, cfg.train.eval_every, cfg.train.overwrite = str(out.parent / f'.probe-{out.name}'), 0, True
-    tr, ts = Trainer(cfg, quiet=True), []
-    for step in range(n):
-        c0 = time.process_time()
-        with torch.enable_grad(): train_step(tr.model, tr.strategy, tr.optimizer, [tr.micro_batch(m) for m in tr.sampler.micro_batches(step)], 1,
-                   cfg.train.grad_clip, scheduler=tr.scheduler)
-        ts.append(time.process_time() - c0)
-    return statistics.median(ts[1:])
+    return side_by_side_steps(out.parent, [out.name], n - 1)[out.name]
 
 
 def side_by_side_steps(runs: Path, rows, n: int = 4) -> dict:
