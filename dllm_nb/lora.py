@@ -13,7 +13,7 @@ from safetensors.torch import load_file, save_file
 
 # %% auto 0
 __all__ = ['LORA_WEIGHTS_NAME', 'DEFAULT_TARGETS', 'linear_names', 'check_targets', 'AddedTokens', 'scale_of', 'add_lora',
-           'trainable_names', 'save_lora', 'load_lora', 'merge_lora', 'export_merged', 'main']
+           'trainable_names', 'save_lora', 'load_lora', 'merge_lora']
 
 # %% ../nbs/07a_lora.ipynb
 LORA_WEIGHTS_NAME = 'adapter.safetensors'
@@ -72,30 +72,22 @@ def trainable_names(model: nn.Module) -> list[str]:
     return [name for name, p in model.named_parameters() if p.requires_grad]
 
 # %% ../nbs/07a_lora.ipynb
-def save_lora(model: nn.Module, path: Union[str, Path]) -> None:
-    "Write the trained tensors to `adapter.safetensors` and what rebuilds the model to `dllm_config.json`."
-    from dllm_nb.models import DLLM_CONFIG_NAME
+def save_lora(model: nn.Module, path: Union[str, Path]) -> dict:
+    "Write the trained tensors to `adapter.safetensors` and the backbone's `config.json`; return the `lora` record that rebuilds the model."
     if model.lora['base_model'] is None:
         raise ValueError("a LoRA checkpoint is rebuilt from its base model: add_lora(..., base_model=<model.path>) was not given one.")
     path = Path(path); path.mkdir(parents=True, exist_ok=True)
     save_file({k: p.detach().contiguous().cpu() for k, p in model.named_parameters() if p.requires_grad},
               str(path / LORA_WEIGHTS_NAME))
     model.backbone.config.save_pretrained(path)
-    rows = model.backbone.get_input_embeddings().num_embeddings
-    meta = dict(model_class=type(model).__name__, **model.settings(), lora=dict(model.lora, vocab_rows=rows))
-    (path / DLLM_CONFIG_NAME).write_text(json.dumps(meta, indent=2))
+    return dict(model.lora, vocab_rows=model.backbone.get_input_embeddings().num_embeddings)
 
 # %% ../nbs/07a_lora.ipynb
-def load_lora(cls: type, path: Union[str, Path], settings: dict, attn_implementation: str = 'sdpa', dtype=None) -> nn.Module:
-    "Rebuild a model written by `save_lora`: base backbone, same adapters, trained tensors (strictly)."
-    from dllm_nb.models import build_backbone
-    path, lora = Path(path), dict(settings.pop('lora'))
-    bb = build_backbone(lora['base_model'], attn_implementation, dtype)
-    if (rows := lora.pop('vocab_rows')) != bb.get_input_embeddings().num_embeddings: bb.resize_token_embeddings(rows)
-    model = add_lora(cls(bb, **settings), **lora)
-    state = load_file(str(path / LORA_WEIGHTS_NAME))
+def load_lora(model: nn.Module, path: Union[str, Path]) -> nn.Module:
+    "Load the trained tensors `save_lora` wrote into `model` (rebuilt with the same adapters by `add_lora`), strictly."
+    state = load_file(str(Path(path) / LORA_WEIGHTS_NAME))
     if wrong := sorted(set(state) ^ set(trainable_names(model))):
-        raise ValueError(f"{path / LORA_WEIGHTS_NAME} does not match the rebuilt {cls.__name__}: {wrong[:5]} differ.")
+        raise ValueError(f"{Path(path) / LORA_WEIGHTS_NAME} does not match the rebuilt {type(model).__name__}: {wrong[:5]} differ.")
     model.load_state_dict(state, strict=False)
     return model
 
@@ -124,29 +116,9 @@ def merge_lora(model: nn.Module) -> nn.Module:
     return model
 
 # %% ../nbs/07a_lora.ipynb
-def export_merged(checkpoint: Union[str, Path], out: Union[str, Path]) -> Path:
-    "Load a LoRA `final/`, merge it, and save it (with its tokenizer and run record) to `out`."
-    from dllm_nb.generate import load_checkpoint, saved_run
-    from dllm_nb.models import DLLM_CONFIG_NAME
-    model, tok = load_checkpoint(checkpoint)
-    if not getattr(model, 'lora', None): raise ValueError(f"{checkpoint} holds no LoRA adapters (no {LORA_WEIGHTS_NAME}): nothing to merge.")
-    out = Path(out); merge_lora(model).save_pretrained(out); tok.save_pretrained(out)
-    meta = json.loads((out / DLLM_CONFIG_NAME).read_text())
-    (out / DLLM_CONFIG_NAME).write_text(json.dumps({**meta, 'run': saved_run(checkpoint)}, indent=2))
-    return out
-
-def main(argv=None) -> int:
-    "CLI: `python -m dllm_nb.lora --checkpoint DIR --out DIR` merges a LoRA checkpoint into plain weights."
-    import argparse, sys
-    ap = argparse.ArgumentParser(prog='python -m dllm_nb.lora', description='Merge a LoRA checkpoint into plain weights.')
-    ap.add_argument('--checkpoint', required=True, help='a LoRA final/ folder'); ap.add_argument('--out', required=True)
-    args = ap.parse_args(argv)
-    try: print(f'merged model written to {export_merged(args.checkpoint, args.out)}')
-    except (ValueError, FileNotFoundError) as e: print(f'error: {e}', file=sys.stderr); return 2
-    return 0
-
-# %% ../nbs/07a_lora.ipynb
 #| eval: false
 import sys
 from fastcore.imports import IN_NOTEBOOK
-if __name__ == '__main__' and not IN_NOTEBOOK: sys.exit(main())
+if __name__ == '__main__' and not IN_NOTEBOOK:      # the merge command moved (issue 23: no import cycle)
+    print('error: `python -m dllm_nb.lora` moved: write `python -m dllm_nb.export --checkpoint DIR --out DIR` '
+          '(a LoRA final/ is merged into plain weights)', file=sys.stderr); sys.exit(2)

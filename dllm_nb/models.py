@@ -18,6 +18,7 @@ from transformers import AutoModelForCausalLM, LlamaConfig, PretrainedConfig, Qw
 from transformers.cache_utils import Cache, DynamicLayer
 from transformers.modeling_layers import GradientCheckpointingLayer
 from .masks import MaskMod, MaskSpec, chunked_block_mask, to_additive
+from .lora import add_lora, load_lora, save_lora
 
 # %% auto 0
 __all__ = ['ARCH_CONFIGS', 'ATTN_IMPLEMENTATIONS', 'TINY_SIZES', 'MaskLike', 'DLLM_CONFIG_NAME', 'DLLM_WEIGHTS_NAME',
@@ -197,13 +198,23 @@ class DLLMWrapper(nn.Module):
 
     def save_pretrained(self, path: Union[str, Path]) -> None:
         "Write the backbone (loadable by `AutoModelForCausalLM.from_pretrained`), extra weights and settings to `path`."
+        path, meta = Path(path), dict(model_class=type(self).__name__, **self.settings())
         if getattr(self, 'lora', None):                               # adapters + what rebuilds the rest (07a_lora)
-            from dllm_nb.lora import save_lora; return save_lora(self, path)
-        path = Path(path); self.backbone.save_pretrained(path)
-        (path / DLLM_CONFIG_NAME).write_text(json.dumps(dict(model_class=type(self).__name__, **self.settings()), indent=2))
+            meta['lora'] = save_lora(self, path)
+            (path / DLLM_CONFIG_NAME).write_text(json.dumps(meta, indent=2)); return
+        self.backbone.save_pretrained(path)
+        (path / DLLM_CONFIG_NAME).write_text(json.dumps(meta, indent=2))
         extra = {f'{n}.{k}': v.detach().contiguous().cpu() for n in self._extra_modules
                  if getattr(self, n) is not None for k, v in getattr(self, n).state_dict().items()}
         if extra: save_file(extra, str(path / DLLM_WEIGHTS_NAME))
+
+    @classmethod
+    def _from_lora(cls, path: Path, settings: dict, attn_implementation: str, dtype):
+        "The base backbone (resized to the saved vocabulary), the same adapters, the trained tensors (07a_lora)."
+        lora = dict(settings.pop('lora'))
+        bb = build_backbone(lora['base_model'], attn_implementation, dtype)
+        if (rows := lora.pop('vocab_rows')) != bb.get_input_embeddings().num_embeddings: bb.resize_token_embeddings(rows)
+        return load_lora(add_lora(cls(bb, **settings), **lora), path)
 
     @classmethod
     def from_pretrained(cls, path: Union[str, Path], attn_implementation: str = 'sdpa', dtype=None):
@@ -213,7 +224,7 @@ class DLLMWrapper(nn.Module):
         settings.pop('run', None)                   # how it was trained (dllm_nb.train): not a constructor argument
         if (saved := settings.pop('model_class')) != cls.__name__:
             raise ValueError(f"{path} holds a {saved}, not a {cls.__name__}; load it with {saved}.from_pretrained.")
-        if 'lora' in settings: from dllm_nb.lora import load_lora; return load_lora(cls, path, settings, attn_implementation, dtype)
+        if 'lora' in settings: return cls._from_lora(path, settings, attn_implementation, dtype)
         model = cls(build_backbone(path, attn_implementation, dtype), **settings)
         if (path / DLLM_WEIGHTS_NAME).exists():
             missing, unexpected = model.load_state_dict(load_file(str(path / DLLM_WEIGHTS_NAME)), strict=False)

@@ -106,7 +106,7 @@ def model_card(run: dict, checkpoint: str, examples: list[dict], scores: dict | 
              "the backbone was trained bidirectional (`is_causal: false` in config.json), so left-to-right `generate` "
              "is not how it samples: use the dllm_nb sampler")
     if lora: plain = (f"this folder holds LoRA adapters (`adapter.safetensors`) over `{run['base_model']}`, which dllm_nb "
-                      f"loads; for plain transformers merge them first: `python -m dllm_nb.lora --checkpoint {checkpoint} --out merged`")
+                      f"loads; for plain transformers merge them first: `python -m dllm_nb.export --checkpoint {checkpoint} --out merged`")
     mask = (f"mask token {run['mask_token']!r} = id {run['mask_token_id']}" if run['mask_token_id'] is not None else
             "no mask token: corrupted with random tokens")
     prompt = examples[0]['prompt'] if examples else 'a prompt like those in its training data'

@@ -165,7 +165,7 @@ def test_lora_resume_export_and_bad_targets(tmp_path):
     losses = lambda d: {r['step']: r['loss'] for r in map(json.loads, (d / 'metrics.jsonl').read_text().splitlines()) if 'loss' in r}
     assert [losses(full)[s] for s in (3, 4)] == pytest.approx([losses(part)[s] for s in (3, 4)], rel=1e-6, abs=0)
     assert sorted(p.name for p in (full / 'final').iterdir() if p.suffix == '.safetensors') == ['adapter.safetensors']
-    run([sys.executable, '-m', 'dllm_nb.lora', '--checkpoint', str(full / 'final'), '--out', str(tmp_path / 'merged')])
+    run([sys.executable, '-m', 'dllm_nb.export', '--checkpoint', str(full / 'final'), '--out', str(tmp_path / 'merged')])
     from transformers import AutoModelForCausalLM
     from dllm_nb.generate import load_checkpoint
     model, tok = load_checkpoint(full / 'final')
