@@ -42,7 +42,7 @@ class VerifyContext(CachedContext):
         if n <= 0: return
         c0, lens = self.last
         end = c0 + int(lens[row])
-        self.valid[row, end - n:end] = False
+        self.cache.hide(row, end - n, end)
         self.next_pos[row] -= n
 
 # %% ../nbs/12b_block_speculative.ipynb

@@ -17,6 +17,7 @@ from .core import STREAMS, row_generators
 from .loss import LossParts
 from .stages import Batch, Counts, Stage
 from .registry import Mode, register_mode, section_values
+from .sampling import KVBuffer
 from .strategies import register_strategy
 from fastcore.imports import IN_NOTEBOOK
 
@@ -490,24 +491,23 @@ def speculative_generate(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[i
     """Greedy speculative decoding: the drafter proposes a block after the last committed token, the target verifies
     it in one cached causal pass and keeps the longest agreeing prefix plus its own next token (lossless).
     `draft_fn` (default `draft_block`) may be swapped for tests, e.g. an oracle that knows the answer."""
-    from transformers import DynamicCache
     bs, dev = drafter.config.block_size, next(drafter.parameters()).device
-    ids, am = _left_pad(prompt_ids, dev)                                   # am: validity of every cached position
-    pos, cache = (am.cumsum(1) - 1).clamp_min(0), DynamicCache()
+    ids, am = _left_pad(prompt_ids, dev)
+    pos, cache = (am.cumsum(1) - 1).clamp_min(0), KVBuffer(drafter.target.config.get_text_config().num_hidden_layers, len(ids), dev)
     g, ctx = _target_step(drafter, ids, am, pos, cache)
+    cache.keep(ids.shape[1], am.bool())                                   # cache.valid: every cached position's validity
     anchor, nxt, ctx_pos, B = g[:, -1], am.sum(1), pos, len(ids)
     toks = [[t] for t in anchor.tolist()]
     done = [t == eos_token_id or max_new_tokens <= 1 for t in anchor.tolist()]
     acc, rows, calls, j = [], [[] for _ in range(B)], 1, torch.arange(bs, device=dev)
     while not all(done):
-        draft, bpos = draft_fn(drafter, anchor, nxt, ctx, ctx_pos, am.bool()), nxt[:, None] + j
-        g, feats = _target_step(drafter, torch.cat([anchor[:, None], draft], 1), torch.cat([am, am.new_ones(B, bs)], 1),
-                                bpos, cache)
+        draft, bpos = draft_fn(drafter, anchor, nxt, ctx, ctx_pos, cache.valid), nxt[:, None] + j
+        g, feats = _target_step(drafter, torch.cat([anchor[:, None], draft], 1),
+                                torch.cat([cache.valid, cache.valid.new_ones(B, bs)], 1).long(), bpos, cache)
         calls += 1
         agree = (draft == g[:, :-1]).long().cumprod(1).sum(1)             # drafts each row's target agrees with
         keep = int(max(a for a, d in zip(agree.tolist(), done) if not d)) + 1
-        cache.crop(-(bs - keep))                                           # drop what no row accepted ...
-        am = torch.cat([am, (j[:keep] <= agree[:, None]).long()], 1)       # ... and hide each row's own rejected drafts
+        cache.keep(keep, j[:keep] <= agree[:, None])     # drop what no row accepted, hide each row's own rejected drafts
         ctx, ctx_pos = torch.cat([ctx, feats[:, :keep]], 1), torch.cat([ctx_pos, bpos[:, :keep]], 1)
         for b in range(B):                                                 # every row commits its own agreement + 1
             if done[b]: continue

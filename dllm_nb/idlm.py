@@ -9,10 +9,9 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 from torch.nn.attention.flex_attention import BlockMask
-from transformers import DynamicCache
 from .core import row_generators
 from .corruption import corrupt_all_masked
-from .sampling import (GenerationOutput, Prompts, cut_at_eos, model_device, token_id, encode_prompts, predict_tokens,
+from .sampling import (GenerationOutput, KVBuffer, Prompts, cut_at_eos, model_device, token_id, encode_prompts, predict_tokens,
                               right_pad, row_seeds)
 from .loss import LossParts, count_tokens, token_ce
 from .masks import MaskMod, bd3_mask_mod, chunked_block_mask, dense_mask
@@ -184,8 +183,8 @@ class _IDLMState:
     "Clean K/V of the committed tokens, their validity, each row's next position, and the not-yet-encoded tokens."
     def __init__(self, model: IntrospectiveDiffusionLM, prompt_ids: list[list[int]]):
         ids, P = right_pad(prompt_ids, 0, device=model_device(model))
-        self.model, self.kv, self.next_pos = model, None, P
-        self.valid = torch.zeros(len(P), 0, dtype=torch.bool, device=ids.device)
+        self.model, self.next_pos = model, P
+        self.cache = KVBuffer(model.backbone.config.get_text_config().num_hidden_layers, len(P), ids.device)
         self.pending, self.pending_pos = ids, torch.arange(ids.shape[1], device=ids.device).expand_as(ids)
         self.pending_valid = self.pending_pos < P[:, None]
 
@@ -195,13 +194,10 @@ class _IDLMState:
         masks = torch.full((B, b), mask_id, dtype=torch.long, device=self.pending.device)
         ids = torch.cat([self.pending, masks], 1)
         pos = torch.cat([self.pending_pos, self.next_pos[:, None] + torch.arange(b, device=ids.device)], 1)
-        keep = _keep(self.valid, p + b, torch.cat([self.pending_valid, torch.ones_like(masks, dtype=torch.bool)], 1))
-        cache = DynamicCache() if self.kv is None else DynamicCache(ddp_cache_data=self.kv)
+        keep = _keep(self.cache.valid, p + b, torch.cat([self.pending_valid, torch.ones_like(masks, dtype=torch.bool)], 1))
         out = m.backbone(input_ids=ids, attention_mask=model_attention_mask(keep, m.attn_implementation, m.backbone.dtype),
-                         position_ids=pos, cache=cache, use_cache=True).logits
-        C = self.valid.shape[1]
-        self.kv = tuple((l.keys[:, :, :C + p], l.values[:, :, :C + p]) for l in cache.layers)    # drop the mask K/V
-        self.valid = torch.cat([self.valid, self.pending_valid], 1)
+                         position_ids=pos, cache=self.cache, use_cache=True).logits
+        self.cache.keep(p, self.pending_valid)                                              # drop the mask K/V
         last = self.pending_valid.sum(1) - 1                                                 # last real pending column
         return torch.cat([out[torch.arange(B), last][:, None], out[:, p:]], 1)
 

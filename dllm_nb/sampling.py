@@ -171,16 +171,26 @@ class _BufferLayer(DynamicLayer):
 
 # %% ../nbs/07b_sampling.ipynb
 class KVBuffer(Cache):
-    "Per-layer K/V kept across passes without re-concatenating: each pass attends to `[kept ; its own]`, then `keep(L)`."
-    def __init__(self, num_layers: int): super().__init__(layers=[_BufferLayer() for _ in range(num_layers)])
+    "The samplers' K/V cache: each pass attends to `[kept ; its own]`, then `keep(n, valid)`; `valid [B, n]` marks real keys."
+    def __init__(self, num_layers: int, batch_size: int, device=None):
+        super().__init__(layers=[_BufferLayer() for _ in range(num_layers)])
+        self.valid = torch.zeros(batch_size, 0, dtype=torch.bool, device=device)    # [B, n] kept columns that are keys
 
-    def keep(self, n_new: int) -> None:
-        "Keep the first `n_new` columns the last pass wrote (its clean rows); the rest is overwritten by the next pass."
+    def keep(self, n_new: int, valid: Optional[Tensor] = None) -> None:
+        "Append: keep the first `n_new` columns the last pass wrote (`valid [B, n_new]`, default all); the rest is overwritten next pass."
         for layer in self.layers: layer.n += n_new
+        if valid is None: valid = torch.ones(len(self.valid), n_new, dtype=torch.bool, device=self.valid.device)
+        self.valid = torch.cat([self.valid, valid], 1)
+
+    def hide(self, row: int, start: int, end: int) -> None:
+        "Roll back: kept columns `[start, end)` of `row` stop being keys (rejected tokens; later passes write after them)."
+        self.valid[row, start:end] = False
 
     def select_rows(self, rows: Tensor) -> None:
+        "Retire: only batch rows `rows` (indices) stay; finished rows leave every later pass."
         for layer in self.layers:                               # copies the kept columns only (and room for a pass)
             if layer.buf is not None: layer.buf = tuple(F.pad(t[rows, :, :layer.n], (0, 0, 0, 32)) for t in layer.buf)
+        self.valid = self.valid[rows]
 
     @property
     def kv(self) -> tuple: return tuple((l.buf[0][:, :, :l.n], l.buf[1][:, :, :l.n]) for l in self.layers)
@@ -213,8 +223,7 @@ class CachedContext:
     "Prompt + committed blocks as per-layer K/V; clean tokens enter the cache as causal rows of the next canvas pass."
     def __init__(self, model: BlockDiffusionLM, prompt_ids: list[list[int]], sliding_window: Optional[int] = None):
         B, device = len(prompt_ids), model_device(model)
-        self.model, self.w, self.cache = model, sliding_window, KVBuffer(model.num_layers)
-        self.valid = torch.zeros(B, 0, dtype=torch.bool, device=device)            # [B, C] real cache columns
+        self.model, self.w, self.cache = model, sliding_window, KVBuffer(model.num_layers, B, device)
         self.key_pos = torch.zeros(B, 0, dtype=torch.long, device=device)          # [B, C] their positions
         self.next_pos = torch.zeros(B, dtype=torch.long, device=device)           # [B] next free position per row
         self.pending = [list(p) for p in prompt_ids]                               # clean tokens not in the cache yet
@@ -227,9 +236,12 @@ class CachedContext:
     def retire(self, keep: Tensor) -> None:
         "Keep only rows `keep` (indices): finished rows leave the batch, so later passes no longer compute them."
         self.cache.select_rows(keep)
-        self.valid, self.key_pos, self.next_pos = self.valid[keep], self.key_pos[keep], self.next_pos[keep]
+        self.key_pos, self.next_pos = self.key_pos[keep], self.next_pos[keep]
         self.pending = [self.pending[i] for i in keep.tolist()]
         if self.anchor is not None: self.anchor = self.anchor[keep]
+
+    @property
+    def valid(self) -> Tensor: return self.cache.valid                           # [B, C] real cache columns
 
     def logits(self, canvas: Tensor, prev_logits: Optional[Tensor] = None, has_prev: Optional[Tensor] = None) -> Tensor:
         "Logits `[n, r, V]` of the canvas `[n, r]` against the context (pending clean tokens appended in the same pass)."
@@ -263,8 +275,8 @@ class CachedContext:
 
     def _appended(self, L: int, key_pos: Tensor, key_valid: Tensor, start: Tensor) -> None:
         "After a pass: its `L` clean rows stay in the cache; nothing is pending."
-        self.cache.keep(L)
-        self.key_pos, self.valid, self.next_pos, self.pending = key_pos, key_valid, start, [[] for _ in self.pending]
+        self.cache.keep(L, key_valid[:, key_valid.shape[1] - L:])
+        self.key_pos, self.next_pos, self.pending = key_pos, start, [[] for _ in self.pending]
 
     def _pass(self, x: Optional[Tensor]) -> Optional[Tensor]:
         "One pass over `[clean ; canvas]` per row: clean rows causal (kept in the cache), canvas rows see the context and the canvas (dropped)."
