@@ -37,7 +37,7 @@ def generate_autoregressive_cached(model: nn.Module, prompts: Prompts, max_new_t
     return GenerationOutput([cut_at_eos(r, eos) for r in canvas], canvas, canvas.shape[1])
 
 # %% ../nbs/08f_ar.ipynb
-def sample_ar(model, prompts, tokenizer=None, max_new_tokens: int = 32, steps=None, block_size=None, **kw):
+def sample_ar(model, prompts, tokenizer=None, max_new_tokens: int = 32, block_size=None, **kw):
     "Greedy decoding with HF `generate` and its KV cache (`steps` and `block_size` do not apply)."
     if kw.get('temperature'): raise ValueError(f"temperature={kw['temperature']}: the ar sampler is greedy; use 0.")
     return generate_autoregressive_cached(model, prompts, max_new_tokens, tokenizer, **kw)

@@ -108,18 +108,18 @@ def build_block_diffusion(cfg, tokenizer, backbone, verbose: bool = True):
     return BlockDiffusionLM(backbone, b.self_conditioning, shift_logits=b.shift_logits, block_size=b.block_size,
                             mask_token_id=mask_id), mask_id
 
-def sample_block_diffusion(model, prompts, tokenizer=None, max_new_tokens: int = 32, steps=None, block_size=None,
-                           verified: bool = False, **kw):
-    "`generate_block_diffusion` with the registry's defaults: blocks of `block_size` (4), `steps` per block (one per token); `verified`: `generate_block_speculative`."
+def sample_block_diffusion(model, prompts, tokenizer=None, max_new_tokens: int = 32, block_size=None,
+                           steps_per_block=None, verified: bool = False, **kw):
+    "`generate_block_diffusion` with the registry's defaults: blocks of `block_size` (4), `steps_per_block` (one per token); `verified`: `generate_block_speculative`."
     if verified:                                    # greedy, every token checked by the encoder: no steps, threshold, temperature
-        if steps is not None or kw.get('threshold') is not None or kw.get('temperature'):
-            raise ValueError("verified decoding is the encoder's greedy decoding: it takes no steps, threshold or temperature.")
+        if steps_per_block is not None or kw.get('threshold') is not None or kw.get('temperature'):
+            raise ValueError("verified decoding is the encoder's greedy decoding: it takes no steps_per_block, threshold or temperature.")
         if block_size not in (None, model.block_size):
             raise ValueError(f"block_size={block_size}: verified decoding drafts the model's own blocks of {model.block_size}.")
         kw = {k: v for k, v in kw.items() if k in ('eos_token_id', 'seeds', 'chat', 'progress')}
         return generate_block_speculative(model, prompts, max_new_tokens, tokenizer, **kw)
     bs = block_size or 4
-    return generate_block_diffusion(model, prompts, max_new_tokens, block_size=bs, steps_per_block=steps or bs,
+    return generate_block_diffusion(model, prompts, max_new_tokens, block_size=bs, steps_per_block=steps_per_block or bs,
                                     tokenizer=tokenizer, **kw)
 
 def _collate(cfg) -> dict:

@@ -196,7 +196,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     bs = args.block_size or saved_block_size(args.checkpoint)
     em = exact_match(model, tok, args.task, args.split, args.n, args.seed, args.batch_size,
                      args.max_new_tokens or saved_canvas(args.checkpoint),
-                     steps=args.steps or args.steps_per_block, block_size=bs, progress=not IN_NOTEBOOK)
+                     steps=args.steps, steps_per_block=args.steps_per_block, block_size=bs, progress=not IN_NOTEBOOK)
     print(f"{args.task}/{args.split}: exact match {em['accuracy']:.3f} ({em['correct']}/{em['n']})")
     if args.nll_samples:
         lik = task_likelihood(model, tok, args.task, args.split, args.n, args.seed, bs or 4, args.nll_samples, args.batch_size)

@@ -23,15 +23,31 @@ from .block_diffusion import denoise_step, generate_block_diffusion, keep_schedu
 from .ar import generate_autoregressive_cached                                            # noqa: F401
 
 # %% auto 0
-__all__ = ['DEFAULT_MAX_NEW_TOKENS', 'generate', 'model_classes', 'saved_run', 'saved_block_size', 'is_training_checkpoint',
-           'load_training_checkpoint', 'load_checkpoint', 'check_prompt_lengths', 'at_least', 'load_error',
-           'cli_device', 'at_least_float', 'steps_problem', 'main']
+__all__ = ['DEFAULT_MAX_NEW_TOKENS', 'step_options', 'generate', 'model_classes', 'saved_run', 'saved_block_size',
+           'is_training_checkpoint', 'load_training_checkpoint', 'load_checkpoint', 'check_prompt_lengths', 'at_least',
+           'load_error', 'cli_device', 'at_least_float', 'steps_problem', 'main']
 
 # %% ../nbs/12_generate.ipynb
-def generate(model: nn.Module, prompts: Prompts, tokenizer=None, max_new_tokens: int = 32,
-             steps: Optional[int] = None, block_size: Optional[int] = None, **kw) -> GenerationOutput:
-    "Run the sampler of `model`'s mode (the registered mode whose model class it is; see `dllm_nb.modes`)."
-    return mode_of_model(model).sample(model, prompts, tokenizer, max_new_tokens, steps, block_size, **kw)
+def step_options(mode, steps: Optional[int] = None, steps_per_block: Optional[int] = None, cli: bool = False) -> dict:
+    "`steps` (total denoising steps) and `steps_per_block` as the keywords `mode`'s sampler takes; a `ValueError` saying what to write otherwise."
+    name = (lambda n: '--' + n.replace('_', '-')) if cli else (lambda n: f'{n}=')
+    what, sep = ('checkpoint', ' ') if cli else ('model', '')
+    given = {n: v for n, v in (('steps', steps), ('steps_per_block', steps_per_block)) if v is not None}
+    for n, v in given.items():
+        if n in mode.sampler_options: continue
+        if n == 'steps' and 'steps_per_block' in mode.sampler_options:
+            raise ValueError(f"{name('steps')} is the total number of denoising steps; for this {mode.name} {what} (steps per block, "
+                             f"what {name('steps')} meant for it before) write {name('steps_per_block')}{sep}{v}")
+        raise ValueError(f"{name(n).rstrip('=')} does not apply to a {mode.name} {what} "
+                         f"(its sampler takes: {', '.join(mode.sampler_options) or 'no options'})")
+    return given
+
+def generate(model: nn.Module, prompts: Prompts, tokenizer=None, max_new_tokens: int = 32, steps: Optional[int] = None,
+             block_size: Optional[int] = None, *, steps_per_block: Optional[int] = None, **kw) -> GenerationOutput:
+    "Run the sampler of `model`'s mode (see `dllm_nb.modes`): `steps` in all (mdlm) or `steps_per_block` (block_diffusion)."
+    mode = mode_of_model(model)
+    return mode.sample(model, prompts, tokenizer, max_new_tokens, block_size=block_size,
+                       **step_options(mode, steps, steps_per_block), **kw)
 
 def model_classes() -> dict:
     "`{class name: class}` of every registered mode's models: what a `dllm_config.json` may name."
@@ -146,13 +162,9 @@ def at_least_float(lo: float, hi: float = math.inf) -> Callable[[str], float]:
     return parse
 
 def steps_problem(args, mode) -> Optional[str]:
-    "`--steps` (a total) and `--steps-per-block` each apply to the modes whose sampler takes it; the old meaning is named."
-    for flag, name in (('--steps', 'steps'), ('--steps-per-block', 'steps_per_block')):
-        if getattr(args, name) is None or name in mode.sampler_options: continue
-        if name == 'steps' and 'steps_per_block' in mode.sampler_options:
-            return (f"--steps is the total number of denoising steps; for this {mode.name} checkpoint (steps per block, "
-                    f"what --steps meant for it before) write --steps-per-block {args.steps}")
-        return f"{flag} does not apply to a {mode.name} checkpoint (its sampler takes: {', '.join(mode.sampler_options) or 'no options'})"
+    "The CLI's `--steps` (a total) and `--steps-per-block` checked against `mode` (`step_options`): the error line, or None."
+    try: step_options(mode, args.steps, args.steps_per_block, cli=True)
+    except ValueError as e: return str(e)
 
 # %% ../nbs/12_generate.ipynb
 def _parser() -> argparse.ArgumentParser:
@@ -201,12 +213,12 @@ def main(argv: Optional[list[str]] = None) -> int:
             print('error: --verified is greedy and checks every token: drop --temperature/--threshold/--steps/--steps-per-block', file=sys.stderr); return 2
         kw = dict(chat=kw['chat'], verified=True)
     if problem := steps_problem(args, mode): print(f'error: {problem}', file=sys.stderr); return 2
-    steps = args.steps or args.steps_per_block
     block_size = args.block_size or saved_block_size(args.checkpoint)
     starts = range(0, len(prompts), args.batch_size)
     for s in progress_bar(starts, len(starts) > 1, 'batches'):
         batch = prompts[s:s + args.batch_size]
-        out = generate(model, batch, tok, max_new, steps, block_size, seeds=args.seed + s, **kw)
+        out = generate(model, batch, tok, max_new, args.steps, block_size, steps_per_block=args.steps_per_block,
+                       seeds=args.seed + s, **kw)
         for p, ids in zip(batch, out.sequences): print(f"{p} -> {tok.decode(ids)}", flush=True)
     return 0
 

@@ -101,11 +101,11 @@ class DLLMEvalLM(LM):
     "lm-eval model for a dllm_nb checkpoint: `--model dllm_nb --model_args checkpoint=DIR[,mc_samples=8,...] --batch_size 32`."
     def __init__(self, checkpoint: str, batch_size: Union[int, str] = 32, device: str = 'cpu', max_gen_toks: Optional[int] = None,
                  threshold: Optional[float] = None, steps: Optional[int] = None, block_size: Optional[int] = None,
-                 mc_samples: int = 8, seed: int = 0, progress: bool = False, **kw):
+                 steps_per_block: Optional[int] = None, mc_samples: int = 8, seed: int = 0, progress: bool = False, **kw):
         super().__init__()
         if (bad := sorted(set(kw) - set(LM_EVAL_KEYS))):
             raise ValueError(f"unknown dllm_nb model_args {bad}; accepted: checkpoint, batch_size, device, max_gen_toks, "
-                             "threshold, steps, block_size, mc_samples, seed, progress")
+                             "threshold, steps, steps_per_block, block_size, mc_samples, seed, progress")
         if str(device).startswith('cuda') and not torch.cuda.is_available():   # lm-eval's CLI default is cuda
             print(f'dllm_nb harness: device={device!r} but CUDA is not available; using the CPU', file=sys.stderr); device = 'cpu'
         self.model, self.tok = load_checkpoint(checkpoint, device)
@@ -113,6 +113,7 @@ class DLLMEvalLM(LM):
         self.max_gen_toks = int(max_gen_toks or saved_canvas(checkpoint))            # python -m dllm_nb.eval's defaults
         self.block_size = int(block_size) if block_size else saved_block_size(checkpoint)
         self.threshold, self.steps = None if threshold is None else float(threshold), None if steps is None else int(steps)
+        self.steps_per_block = None if steps_per_block is None else int(steps_per_block)   # block_diffusion; steps: the total (mdlm)
         self.mc_samples, self.seed, self.progress, self.checkpoint = int(mc_samples), int(seed), _flag(progress), str(checkpoint)
         self._device, self.mc_se = torch.device(device), []    # mc_se: the standard error of every loglikelihood answered
 
@@ -148,7 +149,8 @@ def harness_generate_until(self: DLLMEvalLM, requests) -> list[str]:
         for s in progress_bar(range(0, len(idx), self.batch_size), self.progress, 'generate_until'):
             rows = idx[s:s + self.batch_size]
             prompts = [self.tok(requests[i].args[0], add_special_tokens=False)['input_ids'] for i in rows]
-            res = generate(self.model, prompts, self.tok, n_new, self.steps, self.block_size, seeds=request_seeds(self, requests, rows),
+            res = generate(self.model, prompts, self.tok, n_new, self.steps, self.block_size, steps_per_block=self.steps_per_block,
+                           seeds=request_seeds(self, requests, rows),
                            chat=False, **kw)
             for i, seq in zip(rows, res.sequences): out[i] = cut_at_stop(self.tok.decode(seq, skip_special_tokens=True), until)
     return out

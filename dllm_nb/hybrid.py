@@ -179,7 +179,7 @@ def build_hybrid(cfg, tokenizer, backbone, verbose: bool = True):
     mask_id = masked_backbone(cfg, tokenizer, backbone, verbose)
     return HybridDiffusionLM(backbone, block_size=cfg.hybrid.block_size, mask_token_id=mask_id), mask_id
 
-def sample_hybrid(model, prompts, tokenizer=None, max_new_tokens: int = 32, steps=None, block_size=None, **kw):
+def sample_hybrid(model, prompts, tokenizer=None, max_new_tokens: int = 32, block_size=None, **kw):
     "`generate_hybrid` (its block is the model's own; `steps` and `block_size` do not apply)."
     return generate_hybrid(model, prompts, max_new_tokens, tokenizer, **kw)
 

@@ -233,7 +233,7 @@ def build_idlm(cfg, tokenizer, backbone, verbose: bool = True):
     mask_id = masked_backbone(cfg, tokenizer, backbone, verbose)
     return IntrospectiveDiffusionLM(backbone, block_size=cfg.idlm.block_size), mask_id
 
-def sample_idlm(model, prompts, tokenizer=None, max_new_tokens: int = 32, steps=None, block_size=None, **kw):
+def sample_idlm(model, prompts, tokenizer=None, max_new_tokens: int = 32, block_size=None, **kw):
     "`generate_idlm` with `block_size` drafts per pass (default: the model's; `steps` does not apply)."
     return generate_idlm(model, prompts, max_new_tokens, block_size, tokenizer, **kw)
 

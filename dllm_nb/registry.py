@@ -35,7 +35,7 @@ class Mode:
     Settings: Optional[type]                # its config section's dataclass (None: no settings)
     Strategy: type                          # its training strategy class
     build: Callable                         # (cfg, tokenizer, backbone, verbose) -> (model, mask_token_id)
-    sample: Callable                        # (model, prompts, tokenizer, max_new_tokens, steps, block_size, **kw) -> GenerationOutput
+    sample: Callable                        # (model, prompts, tokenizer, max_new_tokens, block_size=, **kw) -> GenerationOutput; kw: its sampler_options given
     model_classes: tuple = ()               # model classes its final/ folders hold
     collate: Callable = _no_options         # cfg -> DLLMCollator keyword arguments
     final_record: Callable = _no_options    # cfg -> extra entries of final/dllm_config.json's `run`
