@@ -33,12 +33,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument('overrides', nargs='*', help='key=value overrides')
     return ap.parse_intermixed_args(argv)
 
+# %% ../nbs/11_train.ipynb
 def list_keys() -> str:
     "One line per config key: name, type, default and what it does."
     rows = [(k, t, repr(d) if isinstance(d, str) else str(d), note) for k, (t, d, note) in config_help().items()]
     w = [max(len(r[i]) for r in rows) for i in range(3)]
     return '\n'.join(f"{k:<{w[0]}}  {t:<{w[1]}}  = {d:<{w[2]}}  {note}".rstrip() for k, t, d, note in rows)
 
+# %% ../nbs/11_train.ipynb
 def resume_command(argv=None) -> str:
     "The command that resumes this run: the same arguments, without `--stop-at`/`train.resume`, plus `train.resume=auto`."
     argv, out, skip = list(sys.argv[1:] if argv is None else argv), [], False
@@ -62,6 +64,7 @@ def run_metadata(cfg, mask_token_id, steps: int | None = None) -> dict:
                sampler=dict(sampler_settings(cfg), temperature=0.0))        # the same defaults as eval and report_builtin
     return {**run, **get_mode(d.mode).final_record(cfg)}                # what the mode itself records (block_diffusion: self_conditioning)
 
+# %% ../nbs/11_train.ipynb
 def card_examples(cfg, n: int = 2) -> list[dict]:
     "Model-card prompts from the run's own data: each built-in task's first `n` test prompts, else a JSON/JSONL file's first rows."
     from dllm_nb.data import MIXES, TASKS, as_messages, read_json_rows, task_examples
@@ -74,6 +77,7 @@ def card_examples(cfg, n: int = 2) -> list[dict]:
         return [dict(prompt=[m for m in as_messages(r) if m['role'] == 'user'][-1]['content']) for r in read_json_rows(ds)[0][:n]]
     return []
 
+# %% ../nbs/11_train.ipynb
 def _card_scope(run: dict, examples: list[dict], scores: dict | None) -> str:
     "What the checkpoint can do: per built-in task, what it was trained on and its measured test exact match."
     from dllm_nb.data import TASK_SCOPES
@@ -85,6 +89,7 @@ def _card_scope(run: dict, examples: list[dict], scores: dict | None) -> str:
                       '|---|---|---|', *rows, '', "Prompts unlike these lie outside what it "
                       "saw: expect garbage."])
 
+# %% ../nbs/11_train.ipynb
 def _card_examples(examples: list[dict], scores: dict | None) -> str:
     "The example prompts, with this checkpoint's own completions and whether they are right when they were scored."
     if not examples: return ''
@@ -99,6 +104,7 @@ def _card_examples(examples: list[dict], scores: dict | None) -> str:
     return '\n'.join(["Prompts from its own data" + (" (test split: never trained on)" if 'answer' in examples[0] else '') + ':',
                       '', f'| prompt | {head} |', '|---|---|', *rows])
 
+# %% ../nbs/11_train.ipynb
 def model_card(run: dict, checkpoint: str, examples: list[dict], scores: dict | None = None, lora: bool = False) -> str:
     "`final/README.md`: what the checkpoint is, what it can do (measured when `scores` is given), and a command to sample it."
     mode = MODES.get(run['mode'])                                      # a mode no longer registered: the generic note
@@ -133,6 +139,7 @@ Plain transformers: `AutoModelForCausalLM.from_pretrained({checkpoint!r})` loads
 tokenizer's bos/eos/pad ids in `config.json` and `generation_config.json`; {plain}.
 """
 
+# %% ../nbs/11_train.ipynb
 def write_model_card(out_dir: Path, cfg, scores: dict | None = None) -> Path:
     "(Re)write `out_dir/README.md` from `dllm_config.json`'s `run` and the run's own data; the path is shown relative."
     import json
@@ -142,6 +149,7 @@ def write_model_card(out_dir: Path, cfg, scores: dict | None = None) -> Path:
     (out_dir / 'README.md').write_text(model_card(meta['run'], checkpoint, card_examples(cfg), scores, lora='lora' in meta))
     return out_dir / 'README.md'
 
+# %% ../nbs/11_train.ipynb
 def export_final(trainer, out_dir: str | Path):
     "Consolidate the trained model (gathering FSDP shards) and write a self-describing `final/`; rank 0 returns the model."
     from dllm_nb.distributed import full_state_dict
@@ -152,6 +160,7 @@ def export_final(trainer, out_dir: str | Path):
     model.load_state_dict(sd)
     return write_final(model, trainer.tokenizer, trainer.cfg, mask_id, out_dir)
 
+# %% ../nbs/11_train.ipynb
 def write_final(model, tok, cfg, mask_id, out_dir: str | Path, steps: int | None = None):
     "Write the (unwrapped, full) `model` and `tok` as a self-describing `final/`-style folder; returns the model in eval mode."
     import json
@@ -217,6 +226,7 @@ def _run(cfg, args, dist_info, tic, data) -> int:
             write_model_card(Path(cfg.output_dir) / 'final', cfg, report_builtin(model, trainer.tokenizer, cfg, args.eval_n))
     return 0
 
+# %% ../nbs/11_train.ipynb
 def _interrupted(cfg, argv, signum: int = signal.SIGINT) -> str:
     from dllm_nb.checkpoint import finite_checkpoints
     ck = finite_checkpoints(cfg.output_dir)
@@ -228,6 +238,7 @@ def _let_rank0_report(rank0: bool) -> None:
     # torchrun ends every worker once one exits; had another rank exited first, rank 0 could die before printing
     if not rank0 and int(os.environ.get('WORLD_SIZE', 1)) > 1: time.sleep(10)
 
+# %% ../nbs/11_train.ipynb
 def _disk_error(e: OSError, cfg, argv) -> str:
     "One line for a failed write or read: the path, the OS error, and what is still safe on disk."
     from dllm_nb.checkpoint import finite_checkpoints
@@ -241,6 +252,7 @@ def _os_error(e: OSError, cfg, argv) -> tuple[int, str]:
     if e.errno is None: return 2, (str(e).strip().splitlines() or [type(e).__name__])[0]   # e.g. transformers' "Can't load"
     return 1, _disk_error(e, cfg, argv)
 
+# %% ../nbs/11_train.ipynb
 def print_stdout(text: str) -> int:
     "Print `text`, return 0; a reader that stops early (`--print-config | head`) ends the output quietly, not with a traceback."
     try: print(text, flush=True)
@@ -248,6 +260,7 @@ def print_stdout(text: str) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
+# %% ../nbs/11_train.ipynb
 def main(argv=None) -> int:
     "CLI entry point; exit status: 1 disk error, 2 bad config/data/paths/checkpoint, 3 diverged (NaN/inf), 130 SIGINT, 143 SIGTERM."
     args = parse_args(argv)
