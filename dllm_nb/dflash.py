@@ -17,7 +17,7 @@ from .core import STREAMS, row_generators
 from .loss import LossParts
 from .stages import Batch, Counts, Stage
 from .registry import Mode, register_mode, section_values
-from .sampling import KVBuffer
+from .sampling import KVBuffer, cut_at_eos
 from .strategies import register_strategy
 from fastcore.imports import IN_NOTEBOOK
 
@@ -467,9 +467,6 @@ def _left_pad(prompts: Sequence[Sequence[int]], device) -> tuple[Tensor, Tensor]
     return ids, am
 
 # %% ../nbs/15_dflash.ipynb
-def _cut(row: list[int], eos: Optional[int]) -> list[int]:
-    return row[:row.index(eos)] if eos is not None and eos in row else row
-
 def draft_block(drafter: DFlashDrafter, anchor: Tensor, pos: Tensor, ctx: Tensor, ctx_pos: Tensor, ctx_valid: Tensor) -> Tensor:
     "Greedy drafts `[B, block_size - 1]` for the block `[anchor, MASK, ...]` at positions `pos + 0..` over all context."
     B, bs = len(anchor), drafter.config.block_size
@@ -515,7 +512,7 @@ def speculative_generate(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[i
             toks[b] += new; acc.append(a + 1); rows[b].append(a + 1)
             done[b] = eos_token_id in new or len(toks[b]) >= max_new_tokens
         anchor, nxt = g.gather(1, agree[:, None])[:, 0], nxt + agree + 1
-    return SpecOutput([_cut(r[:max_new_tokens], eos_token_id) for r in toks], acc, rows, calls)
+    return SpecOutput([cut_at_eos(r[:max_new_tokens], eos_token_id) for r in toks], acc, rows, calls)
 
 @torch.no_grad()
 def target_greedy(target: nn.Module, prompt_ids: Sequence[Sequence[int]], max_new_tokens: int = 32,
@@ -526,7 +523,7 @@ def target_greedy(target: nn.Module, prompt_ids: Sequence[Sequence[int]], max_ne
         ids = torch.tensor([list(p)], device=dev)
         out = target.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens, do_sample=False,
                               eos_token_id=eos_token_id, pad_token_id=eos_token_id if eos_token_id is not None else 0)
-        res.append(_cut(out[0, ids.shape[1]:].tolist(), eos_token_id))
+        res.append(cut_at_eos(out[0, ids.shape[1]:].tolist(), eos_token_id))
     return res
 
 # %% ../nbs/15_dflash.ipynb
@@ -605,7 +602,7 @@ def self_distill(target: nn.Module, tokenizer, prompts: Sequence[str], out_path,
                                   temperature=temperature if temperature > 0 else None, top_p=None, top_k=None,
                                   eos_token_id=eos, pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos)
             for i, row in zip(idx, gen[:, ids.shape[1]:].tolist()):
-                resp = _cut(row, eos)
+                resp = cut_at_eos(row, eos)
                 f.write(json.dumps(dict(messages=[dict(role='user', content=todo[i]),
                                                   dict(role='assistant', content=tokenizer.decode(resp))],
                                         finished=len(resp) < len(row))) + '\n')

@@ -132,9 +132,9 @@ class TrajectoryRecorder:
         return Trajectory(torch.stack([f[0] for f in self.frames]), torch.stack([f[1] for f in self.frames]))
 
 # %% ../nbs/07b_sampling.ipynb
-def cut_at_eos(row: Tensor, eos_token_id: Optional[int]) -> list[int]:
-    "Generated ids up to (not including) the first EOS."
-    row = row.tolist()
+def cut_at_eos(row: Tensor | Sequence[int], eos_token_id: Optional[int]) -> list[int]:
+    "Generated ids (a tensor row or a list) up to (not including) the first EOS."
+    row = row.tolist() if isinstance(row, Tensor) else list(row)
     return row[:row.index(eos_token_id)] if eos_token_id is not None and eos_token_id in row else row
 
 # %% ../nbs/07b_sampling.ipynb
