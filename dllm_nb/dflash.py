@@ -32,9 +32,11 @@ __all__ = ['ANCHOR_SAMPLING', 'MASKED', 'DRAFTER_CONFIG', 'DRAFTER_WEIGHTS', 'WE
 
 # %% ../nbs/15_dflash.ipynb
 ANCHOR_SAMPLING = ('independent', 'non_overlapping')
+
 if 'dflash_anchors' not in STREAMS:                 # our own random stream for anchor sampling (a number no other uses)
     assert 16 not in STREAMS.values(), STREAMS
     STREAMS['dflash_anchors'] = 16
+
 MASKED = -1   # id of a mask-filled block position: the drafter embeds it with its own learned mask vector
 
 def anchor_candidates(attention_mask: Tensor, loss_mask: Tensor) -> Tensor:
@@ -43,6 +45,7 @@ def anchor_candidates(attention_mask: Tensor, loss_mask: Tensor) -> Tensor:
     ok[:, 1:-1] = attention_mask[:, 2:].bool() & loss_mask[:, 2:].bool()
     return ok
 
+# %% ../nbs/15_dflash.ipynb
 def _pick(cand: Tensor, n: int, block_size: int, sampling: str, g: torch.Generator) -> list[int]:
     "Up to `n` anchors among the `True` positions of `cand [T]`, drawn with `g`; sorted."
     idx = cand.nonzero().flatten()
@@ -54,6 +57,7 @@ def _pick(cand: Tensor, n: int, block_size: int, sampling: str, g: torch.Generat
         if len(picked) == n: break
     return sorted(picked)
 
+# %% ../nbs/15_dflash.ipynb
 def sample_anchors(attention_mask: Tensor, loss_mask: Tensor, num_blocks: int, block_size: int, gens,
                    sampling: str = 'independent') -> tuple[Tensor, Tensor]:
     "`(anchors [B, N], valid [B, N])`: row `b`'s anchors drawn from `gens[b]` (its own seed), so any batch split agrees."
@@ -133,16 +137,19 @@ class DrafterConfig:
     target_info: dict = field(default_factory=dict)  # the target's model_type / sizes, checked when it is re-attached
     draft_vocab_size: int = 0             # 0: drafts over the whole vocabulary; K: over `vocab_ids` (saved buffer) only
 
+# %% ../nbs/15_dflash.ipynb
 def default_layer_ids(num_target_layers: int, n: int = 3) -> tuple[int, ...]:
     "`n` target layers spread evenly from layer 1 to the last."
     n = min(n, num_target_layers)
     if n == 1: return (num_target_layers - 1,)
     return tuple(sorted({round(1 + i * (num_target_layers - 2) / (n - 1)) for i in range(n)}))
 
+# %% ../nbs/15_dflash.ipynb
 def default_gamma(block_size: int) -> float:
     "The paper's decay gamma for a block size (16 -> 7, 10 -> 5, 8 -> 4), else `max(2, block_size / 2)`."
     return {16: 7.0, 10: 5.0, 8: 4.0}.get(block_size, max(2.0, block_size / 2))
 
+# %% ../nbs/15_dflash.ipynb
 def rope(x: Tensor, pos: Tensor, theta: float) -> Tensor:
     "Rotary embedding of `x [B, H, L, D]` at positions `pos [B, L]`."
     D = x.shape[-1]
@@ -346,6 +353,7 @@ class Anchored(Stage):
     batch: Batch
     blocks: Blocks           # [B, Q = N * block_size] block tokens, positions, targets, loss mask; [B, N] anchors
 
+# %% ../nbs/15_dflash.ipynb
 @dataclass
 class DFlashSettings:
     "Settings of `dflash` = its config section `dflash:` (the drafter, its target and its training blocks)."
@@ -379,6 +387,7 @@ class DFlashSettings:
     @property
     def gamma(self) -> float: return self.loss_gamma or default_gamma(self.block_size)
 
+# %% ../nbs/15_dflash.ipynb
 @register_strategy
 class DFlashStrategy:
     "DFlash drafter training: anchors per row from the row's seed, one drafter pass over all blocks, decay-weighted CE."
@@ -414,6 +423,7 @@ def draft_vocab(token_rows, k: int, vocab_rows: int, always: Sequence[int] = ())
     picked += [t for t in range(vocab_rows) if t not in seen][:k - len(picked)]
     return torch.tensor(sorted(picked), dtype=torch.long)
 
+# %% ../nbs/15_dflash.ipynb
 def build_dflash_model(cfg, tokenizer) -> tuple[DFlashDrafter, None]:
     "`(drafter, None)` for `dllm.mode=dflash`: the frozen target from `dflash.target`, a fresh drafter sized by `dflash:`."
     x = cfg.dflash
@@ -459,6 +469,7 @@ class SpecOutput:
         "Mean acceptance length: tokens a row commits per verification call."
         return sum(self.accept_lengths) / max(1, len(self.accept_lengths))
 
+# %% ../nbs/15_dflash.ipynb
 def _left_pad(prompts: Sequence[Sequence[int]], device) -> tuple[Tensor, Tensor]:
     P = max(map(len, prompts))
     ids = torch.zeros(len(prompts), P, dtype=torch.long, device=device)
@@ -482,6 +493,7 @@ def _target_step(drafter, ids, am, pos, cache):
                          output_hidden_states=True)
     return out.logits.argmax(-1), drafter.project(target_features(drafter, out))
 
+# %% ../nbs/15_dflash.ipynb
 @torch.no_grad()
 def speculative_generate(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[int]], max_new_tokens: int = 32,
                          eos_token_id: Optional[int] = None, draft_fn=draft_block) -> SpecOutput:
@@ -514,6 +526,7 @@ def speculative_generate(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[i
         anchor, nxt = g.gather(1, agree[:, None])[:, 0], nxt + agree + 1
     return SpecOutput([cut_at_eos(r[:max_new_tokens], eos_token_id) for r in toks], acc, rows, calls)
 
+# %% ../nbs/15_dflash.ipynb
 @torch.no_grad()
 def target_greedy(target: nn.Module, prompt_ids: Sequence[Sequence[int]], max_new_tokens: int = 32,
                   eos_token_id: Optional[int] = None) -> list[list[int]]:
@@ -580,6 +593,7 @@ def _done_prompts(out: Path) -> set[str]:
     if text and not text.endswith('\n'): text = text[:text.rfind('\n') + 1]; out.write_text(text, encoding='utf-8')
     return {json.loads(l)['messages'][0]['content'] for l in text.splitlines() if l.strip()}
 
+# %% ../nbs/15_dflash.ipynb
 @torch.no_grad()
 def self_distill(target: nn.Module, tokenizer, prompts: Sequence[str], out_path, max_new_tokens: int = 128,
                  batch_size: int = 8, temperature: float = 0.0, seed: int = 0, progress: bool = True) -> int:
