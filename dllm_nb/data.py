@@ -53,6 +53,7 @@ def addition_response(a: int, b: int) -> str:
         carry = s // 10
     return f"{', '.join(steps)}. Answer: {a + b}"
 
+# %% ../nbs/01_data.ipynb
 def _addition(rng: random.Random, n_digits: int = 3) -> tuple[str, str, str]:
     "One addition problem: (prompt, worked response, answer)."
     a, b = (rng.randint(10 ** (n_digits - 1), 10 ** n_digits - 1) for _ in range(2))
@@ -66,11 +67,15 @@ def _reverse(rng: random.Random, min_words: int = 3, max_words: int = 5) -> tupl
     return f"Reverse the words: {' '.join(ws)}", f"{steps}. Answer: {' '.join(rev)}", ' '.join(rev)
 
 TASKS = {'addition': _addition, 'reverse': _reverse}
+
 TASK_SCOPES = {  # what a model trained on each task has seen (a model card says it: other prompts give garbage)
     'addition': 'sums of two 3-digit numbers, answered with worked carries',
     'reverse': f"3 to 5 words from its {len(WORDS)}-word list ({' '.join(WORDS)}), written in reverse order"}
+
 MIXES = {'default': ('addition', 'reverse')}
+
 SPLITS = ('test', 'validation', 'train')  # drawing order
+
 DEFAULT_SIZES = dict(train=10000, validation=200, test=200)  # per task
 
 # %% ../nbs/01_data.ipynb
@@ -97,6 +102,7 @@ def task_examples(task: str, split: str = 'train', seed: int = 0, sizes: dict | 
                             task=task, answer=answer))
     return out
 
+# %% ../nbs/01_data.ipynb
 def builtin_examples(name: str, split: str = 'train', seed: int = 0, sizes: dict | None = None) -> list[dict]:
     "A built-in task (`addition`, `reverse`) or mix (`default`), as a list of raw examples."
     if name in TASKS: return task_examples(name, split, seed, sizes)
@@ -218,12 +224,14 @@ def validate_messages(messages, index: int | None = None) -> list[dict]:
                          "so there is nothing to supervise")
     return out
 
+# %% ../nbs/01_data.ipynb
 def pair_to_messages(prompt: str, response: str, system: str | None = None, index: int | None = None) -> list[dict]:
     "A `prompt`/`response` pair (and optional `system`) as chat messages."
     msgs = [] if system is None else [dict(role='system', content=_check_text(system, "field 'system'", index))]
     return msgs + [dict(role='user', content=_check_text(prompt, "field 'prompt'", index)),
                    dict(role='assistant', content=_check_text(response, "field 'response'", index))]
 
+# %% ../nbs/01_data.ipynb
 def as_messages(example, index: int | None = None) -> list[dict]:
     "Messages from a conversation list, or from a row with a `messages` field or `prompt`/`response` fields."
     if isinstance(example, dict):
@@ -244,6 +252,7 @@ def keep_last_run(mask: list[int]) -> list[int]:
     while start > 0 and mask[start - 1]: start -= 1
     return [int(start <= i <= on[-1]) for i in range(len(mask))]
 
+# %% ../nbs/01_data.ipynb
 def _render(tokenizer, msgs: list[dict], prompt: bool) -> list[int]:
     enc = tokenizer.apply_chat_template(msgs, tokenize=True, return_dict=True, add_generation_prompt=prompt)
     return list(enc['input_ids'])
@@ -263,6 +272,7 @@ def rendered_assistant_mask(msgs: list[dict], tokenizer, index: int | None = Non
         mask[len(prompt):len(prompt) + n] = [1] * n
     return ids, mask
 
+# %% ../nbs/01_data.ipynb
 def tokenize_example(messages, tokenizer: PreTrainedTokenizerFast, mask_history: bool = False,
                      index: int | None = None) -> dict:
     "Unshifted `input_ids`, `loss_mask` (assistant content + EOS) and `attention_mask` of one conversation."
@@ -337,6 +347,7 @@ def read_json_rows(path: str | Path) -> tuple[list[dict], list[int]]:
     if not rows: raise DataError(f"{path}: no rows (only blank lines); write one JSON object per line")
     return rows, lines
 
+# %% ../nbs/01_data.ipynb
 def _from_rows(rows: list[dict], source: str) -> Dataset:
     cols = list(dict.fromkeys(k for r in rows for k in r))                # every field of every row, not just the first
     try: return Dataset.from_dict({k: [r.get(k) for r in rows] for k in cols})
@@ -360,6 +371,7 @@ def _load_raw(source: str, split: str, seed: int, sizes: dict | None) -> tuple[D
     except Exception as e:
         raise DataError(f"{source} [{split}]: could not be loaded ({type(e).__name__}: {str(e).splitlines()[0][:200]})") from None
 
+# %% ../nbs/01_data.ipynb
 def _check_columns(cols: list[str], source: str):
     if 'messages' not in cols and not {'prompt', 'response'} <= set(cols):
         raise DataError(f"{source}: no 'messages' column and no 'prompt'/'response' columns (columns: {cols}); "
