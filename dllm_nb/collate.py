@@ -5,6 +5,7 @@
 # %% ../nbs/02_collate.ipynb 2
 from __future__ import annotations
 import array, math, warnings
+from fastcore.basics import patch
 from collections.abc import Mapping, Sequence
 import torch
 from .core import cdiv
@@ -137,50 +138,56 @@ class DLLMCollator:
                 'response_fill')
         return f"DLLMCollator({', '.join(f'{k}={getattr(self, k)!r}' for k in keys.split())})"
 
-    def _truncate(self, ids, sup, attn, lengths):
-        "Cut rows longer than `max_seq_len`, count them, warn once."
-        cap = self.max_seq_len
-        if cap is None or int(lengths.max()) <= cap: return ids, sup, attn, lengths
-        long_rows = (lengths > cap).nonzero().flatten().tolist()
-        self.truncated += len(long_rows)
-        if not self._warned:
-            self._warned = True
-            warnings.warn(f"DLLMCollator: rows {long_rows} have {lengths[long_rows].tolist()} tokens > max_seq_len={cap}; "
-                          "they are truncated to their first max_seq_len tokens (counted in collator.truncated, warned "
-                          "once). Raise max_seq_len or filter long examples to keep every response token.")
-        return truncate_rows(ids, sup, attn, lengths, cap)
+# %% ../nbs/02_collate.ipynb
+@patch
+def _truncate(self: DLLMCollator, ids, sup, attn, lengths):
+    "Cut rows longer than `max_seq_len`, count them, warn once."
+    cap = self.max_seq_len
+    if cap is None or int(lengths.max()) <= cap: return ids, sup, attn, lengths
+    long_rows = (lengths > cap).nonzero().flatten().tolist()
+    self.truncated += len(long_rows)
+    if not self._warned:
+        self._warned = True
+        warnings.warn(f"DLLMCollator: rows {long_rows} have {lengths[long_rows].tolist()} tokens > max_seq_len={cap}; "
+                      "they are truncated to their first max_seq_len tokens (counted in collator.truncated, warned "
+                      "once). Raise max_seq_len or filter long examples to keep every response token.")
+    return truncate_rows(ids, sup, attn, lengths, cap)
 
-    def _layout(self, sup2d, lengths) -> tuple[torch.Tensor, int]:
-        "Fill end of each row `[B]` and the batch length `T`, from the raw `[B, L]` loss mask and content lengths."
-        end = lengths
-        if sup2d is not None:
-            first = first_supervised(sup2d)
-            first = torch.where(first < lengths, first, -1)           # supervision lost to truncation does not count
-            end = fill_ends(lengths, first, self.block_size, self.response_window)
-            if self.response_fill:                                  # EOS tail: response start + canvas, never shorter
-                end = torch.where(first >= 0, torch.maximum(end, first + self.response_fill), end)
-        if self.max_seq_len is not None and int(end.max()) > self.max_seq_len:
-            self.fill_clipped += int((end > self.max_seq_len).sum())
-            end = end.clamp(max=self.max_seq_len)
-        T = cdiv(int(end.max()), self.multiple) * self.multiple
-        return end, T if self.max_seq_len is None else min(T, self.max_seq_len)
+# %% ../nbs/02_collate.ipynb
+@patch
+def _layout(self: DLLMCollator, sup2d, lengths) -> tuple[torch.Tensor, int]:
+    "Fill end of each row `[B]` and the batch length `T`, from the raw `[B, L]` loss mask and content lengths."
+    end = lengths
+    if sup2d is not None:
+        first = first_supervised(sup2d)
+        first = torch.where(first < lengths, first, -1)           # supervision lost to truncation does not count
+        end = fill_ends(lengths, first, self.block_size, self.response_window)
+        if self.response_fill:                                  # EOS tail: response start + canvas, never shorter
+            end = torch.where(first >= 0, torch.maximum(end, first + self.response_fill), end)
+    if self.max_seq_len is not None and int(end.max()) > self.max_seq_len:
+        self.fill_clipped += int((end > self.max_seq_len).sum())
+        end = end.clamp(max=self.max_seq_len)
+    T = cdiv(int(end.max()), self.multiple) * self.multiple
+    return end, T if self.max_seq_len is None else min(T, self.max_seq_len)
 
-    def __call__(self, examples: Sequence[Mapping]) -> dict[str, torch.Tensor]:
-        "Collate a list of examples (dicts of lists or 1-D tensors) into the `[B, T]` batch."
-        ids, sup, attn, lengths = gather(examples)
-        sup2d = None
-        if self.response_window or (self.block_size or 1) > 1 or self.response_fill:
-            sup2d = rows_2d(sup, lengths, int(lengths.max()), False)     # [B, L] raw loss mask (scratch)
-            if self.response_window: check_single_turn(sup2d)             # every batch, before truncation
-        ids, sup, attn, lengths = self._truncate(ids, sup, attn, lengths)
-        end, T = self._layout(sup2d, lengths)
-        pos = torch.arange(T)
-        content = pos < lengths[:, None]                                  # [B, T]
-        fill = (pos < end[:, None]) & ~content                            # [B, T]
-        input_ids = torch.full((len(lengths), T), self.pad_token_id, dtype=torch.long)
-        input_ids.masked_scatter_(content, ids.long()).masked_fill_(fill, self.fill_id)
-        loss_mask = torch.full_like(input_ids, int(self.supervise_padding))
-        loss_mask.masked_scatter_(content, sup.long()).masked_fill_(fill, 1)
-        attention_mask = ((content | fill) if self.response_window or self.response_fill else content).long()
-        if attn is not None: attention_mask.masked_scatter_(content, attn.long())
-        return dict(input_ids=input_ids, loss_mask=loss_mask, attention_mask=attention_mask, input_lengths=lengths)
+# %% ../nbs/02_collate.ipynb
+@patch
+def __call__(self: DLLMCollator, examples: Sequence[Mapping]) -> dict[str, torch.Tensor]:
+    "Collate a list of examples (dicts of lists or 1-D tensors) into the `[B, T]` batch."
+    ids, sup, attn, lengths = gather(examples)
+    sup2d = None
+    if self.response_window or (self.block_size or 1) > 1 or self.response_fill:
+        sup2d = rows_2d(sup, lengths, int(lengths.max()), False)     # [B, L] raw loss mask (scratch)
+        if self.response_window: check_single_turn(sup2d)             # every batch, before truncation
+    ids, sup, attn, lengths = self._truncate(ids, sup, attn, lengths)
+    end, T = self._layout(sup2d, lengths)
+    pos = torch.arange(T)
+    content = pos < lengths[:, None]                                  # [B, T]
+    fill = (pos < end[:, None]) & ~content                            # [B, T]
+    input_ids = torch.full((len(lengths), T), self.pad_token_id, dtype=torch.long)
+    input_ids.masked_scatter_(content, ids.long()).masked_fill_(fill, self.fill_id)
+    loss_mask = torch.full_like(input_ids, int(self.supervise_padding))
+    loss_mask.masked_scatter_(content, sup.long()).masked_fill_(fill, 1)
+    attention_mask = ((content | fill) if self.response_window or self.response_fill else content).long()
+    if attn is not None: attention_mask.masked_scatter_(content, attn.long())
+    return dict(input_ids=input_ids, loss_mask=loss_mask, attention_mask=attention_mask, input_lengths=lengths)
