@@ -7,6 +7,7 @@
 # import it (each mode's sampler lives in its mode's notebook; 12_generate is the dispatching layer)
 from __future__ import annotations
 import contextlib
+from fastcore.basics import patch
 from dataclasses import dataclass
 from typing import Optional, Sequence, Union
 import torch
@@ -251,50 +252,56 @@ class CachedContext:
         "Append the pending clean tokens now, in a pass without canvas."
         if any(self.pending): self._pass(None)
 
-    def _keep_mask(self, cpos: Tensor, start: Tensor, key_pos: Tensor, key_valid: Tensor, r: int) -> Tensor:
-        "`[B, 1, L+r, C+L+r]`: clean rows causal (and windowed) over the context, canvas rows the context before their block + the canvas."
-        (B, L), C = cpos.shape, key_pos.shape[1] - cpos.shape[1]
-        kp = key_pos[:, None]
-        keep = key_valid[:, None] & (kp <= torch.cat([cpos, (start - 1)[:, None].expand(B, r)], 1)[..., None])
-        if self.w is not None:                                  # the training rule: keys >= anchor - w + 1
-            keep &= kp >= torch.cat([cpos, start[:, None].expand(B, r)], 1)[..., None] - self.w + 1
-        j = torch.arange(L, device=cpos.device)
-        keep[:, j, C + j] = True                                 # a clean row keeps itself (pad rows included)
-        return torch.cat([keep, (torch.arange(L + r, device=cpos.device) >= L)[:, None].expand(B, L + r, r)], -1)[:, None]
+# %% ../nbs/07b_sampling.ipynb
+@patch
+def _keep_mask(self: CachedContext, cpos: Tensor, start: Tensor, key_pos: Tensor, key_valid: Tensor, r: int) -> Tensor:
+    "`[B, 1, L+r, C+L+r]`: clean rows causal (and windowed) over the context, canvas rows the context before their block + the canvas."
+    (B, L), C = cpos.shape, key_pos.shape[1] - cpos.shape[1]
+    kp = key_pos[:, None]
+    keep = key_valid[:, None] & (kp <= torch.cat([cpos, (start - 1)[:, None].expand(B, r)], 1)[..., None])
+    if self.w is not None:                                  # the training rule: keys >= anchor - w + 1
+        keep &= kp >= torch.cat([cpos, start[:, None].expand(B, r)], 1)[..., None] - self.w + 1
+    j = torch.arange(L, device=cpos.device)
+    keep[:, j, C + j] = True                                 # a clean row keeps itself (pad rows included)
+    return torch.cat([keep, (torch.arange(L + r, device=cpos.device) >= L)[:, None].expand(B, L + r, r)], -1)[:, None]
 
-    def _layout(self, r: int) -> tuple:
-        "The pending clean rows as a right-padded batch `(ids, lens, cpos, start, key_pos, key_valid, keep)` before `r` canvas rows."
-        B, device = len(self.pending), self.valid.device
-        n_new = [len(p) for p in self.pending]                                           # prompt, a block, or 0
-        lens, L = torch.tensor(n_new, device=device), max(n_new)
-        ids = torch.tensor([p + [0] * (L - len(p)) for p in self.pending], dtype=torch.long, device=device).view(B, L)
-        j, start = torch.arange(L, device=device), self.next_pos + lens                   # start: the canvas block's
-        cpos = self.next_pos[:, None] + j                                                 # [B, L] clean positions
-        key_pos, key_valid = torch.cat([self.key_pos, cpos], 1), torch.cat([self.valid, j < lens[:, None]], 1)
-        return ids, lens, cpos, start, key_pos, key_valid, self._keep_mask(cpos, start, key_pos, key_valid, r)
+@patch
+def _layout(self: CachedContext, r: int) -> tuple:
+    "The pending clean rows as a right-padded batch `(ids, lens, cpos, start, key_pos, key_valid, keep)` before `r` canvas rows."
+    B, device = len(self.pending), self.valid.device
+    n_new = [len(p) for p in self.pending]                                           # prompt, a block, or 0
+    lens, L = torch.tensor(n_new, device=device), max(n_new)
+    ids = torch.tensor([p + [0] * (L - len(p)) for p in self.pending], dtype=torch.long, device=device).view(B, L)
+    j, start = torch.arange(L, device=device), self.next_pos + lens                   # start: the canvas block's
+    cpos = self.next_pos[:, None] + j                                                 # [B, L] clean positions
+    key_pos, key_valid = torch.cat([self.key_pos, cpos], 1), torch.cat([self.valid, j < lens[:, None]], 1)
+    return ids, lens, cpos, start, key_pos, key_valid, self._keep_mask(cpos, start, key_pos, key_valid, r)
 
-    def _appended(self, L: int, key_pos: Tensor, key_valid: Tensor, start: Tensor) -> None:
-        "After a pass: its `L` clean rows stay in the cache; nothing is pending."
-        self.cache.keep(L, key_valid[:, key_valid.shape[1] - L:])
-        self.key_pos, self.next_pos, self.pending = key_pos, start, [[] for _ in self.pending]
+# %% ../nbs/07b_sampling.ipynb
+@patch
+def _appended(self: CachedContext, L: int, key_pos: Tensor, key_valid: Tensor, start: Tensor) -> None:
+    "After a pass: its `L` clean rows stay in the cache; nothing is pending."
+    self.cache.keep(L, key_valid[:, key_valid.shape[1] - L:])
+    self.key_pos, self.next_pos, self.pending = key_pos, start, [[] for _ in self.pending]
 
-    def _pass(self, x: Optional[Tensor]) -> Optional[Tensor]:
-        "One pass over `[clean ; canvas]` per row: clean rows causal (kept in the cache), canvas rows see the context and the canvas (dropped)."
-        m, B, r = self.model, len(self.pending), 0 if x is None else x.shape[1]
-        ids, lens, cpos, start, key_pos, key_valid, keep = self._layout(r)
-        L = ids.shape[1]
-        x_clean = m.backbone.get_input_embeddings()(ids)                                  # [B, L, H] right-padded
-        n = int(lens[lens > 0].min()) - 1 if m.shift_logits and L else L    # shifted: the last clean rows' logits too
-        with _last_mlp_rows_from(m.backbone, n):      # clean rows need K/V only: the last MLP runs on the canvas rows
-            out = m.backbone(inputs_embeds=x_clean if x is None else torch.cat([x_clean, x], 1), cache=self.cache,
-                             attention_mask=model_attention_mask(keep, m.attn_implementation, m.backbone.dtype),
-                             position_ids=torch.cat([cpos, canvas_position_ids(start, r)], 1), use_cache=True,
-                             logits_to_keep=max(r + L - n, 1))
-        self._appended(L, key_pos, key_valid, start)
-        if not m.shift_logits: return out.logits if r else None
-        if self.anchor is None: self.anchor = out.logits.new_zeros(B, out.logits.shape[-1])
-        if (new := lens > 0).any(): self.anchor[new] = out.logits[new, lens[new] - 1 - n]
-        return shift_canvas_logits(out.logits[:, L - n:], self.anchor[:, None], r) if r else None
+@patch
+def _pass(self: CachedContext, x: Optional[Tensor]) -> Optional[Tensor]:
+    "One pass over `[clean ; canvas]` per row: clean rows causal (kept in the cache), canvas rows see the context and the canvas (dropped)."
+    m, B, r = self.model, len(self.pending), 0 if x is None else x.shape[1]
+    ids, lens, cpos, start, key_pos, key_valid, keep = self._layout(r)
+    L = ids.shape[1]
+    x_clean = m.backbone.get_input_embeddings()(ids)                                  # [B, L, H] right-padded
+    n = int(lens[lens > 0].min()) - 1 if m.shift_logits and L else L    # shifted: the last clean rows' logits too
+    with _last_mlp_rows_from(m.backbone, n):      # clean rows need K/V only: the last MLP runs on the canvas rows
+        out = m.backbone(inputs_embeds=x_clean if x is None else torch.cat([x_clean, x], 1), cache=self.cache,
+                         attention_mask=model_attention_mask(keep, m.attn_implementation, m.backbone.dtype),
+                         position_ids=torch.cat([cpos, canvas_position_ids(start, r)], 1), use_cache=True,
+                         logits_to_keep=max(r + L - n, 1))
+    self._appended(L, key_pos, key_valid, start)
+    if not m.shift_logits: return out.logits if r else None
+    if self.anchor is None: self.anchor = out.logits.new_zeros(B, out.logits.shape[-1])
+    if (new := lens > 0).any(): self.anchor[new] = out.logits[new, lens[new] - 1 - n]
+    return shift_canvas_logits(out.logits[:, L - n:], self.anchor[:, None], r) if r else None
 
 # %% ../nbs/07b_sampling.ipynb
 class ReencodeContext:
