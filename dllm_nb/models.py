@@ -6,6 +6,7 @@
 # ~390 lines (over ~300): backbone loading (HF, GGUF, tiny) and the two wrappers share the mask conversion; loading is the part to split next
 from __future__ import annotations
 import contextlib, copy, hashlib, json, os, shutil
+from fastcore.basics import patch
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
@@ -87,6 +88,7 @@ def gguf_cache_dir() -> Path:
     from huggingface_hub.constants import HF_HOME
     return Path(os.environ.get('DLLM_NB_CACHE') or Path(HF_HOME) / 'dllm_nb' / 'gguf')
 
+# %% ../nbs/07_models.ipynb
 def gguf_to_hf(path: Union[str, Path], cache_dir: Optional[Union[str, Path]] = None) -> Path:
     "An HF folder (fp32 weights + tokenizer) holding the dequantised `.gguf` at `path`; converted once, then cached."
     from transformers import AutoTokenizer
@@ -184,6 +186,7 @@ class DLLMOutput:
     logits: Tensor                           # [B, T, V] (MDLM), [B, 2L, V] (I-DLM) or canvas logits [B, R, V] (block diffusion)
     encoder_logits: Optional[Tensor] = None  # [B, S, V] block diffusion's encoder next-token logits (training, or when asked)
 
+# %% ../nbs/07_models.ipynb
 class DLLMWrapper(nn.Module):
     "Shared plumbing: the backbone, its mask form, and save/load of backbone + extra modules + settings."
     _extra_modules: tuple = ()
@@ -387,61 +390,70 @@ class BlockDiffusionLM(DLLMWrapper):
         return dict(self_conditioning=self.self_conditioning, self_cond_intermediate_size=self.self_cond_intermediate_size,
                     shift_logits=self.shift_logits, block_size=self.block_size, mask_token_id=self.mask_token_id)
 
-    def encode(self, input_ids: Tensor, encoder_mask: MaskLike, return_logits: bool = True) -> EncoderState:
-        "Causal pass over the clean sequence (positions `0..S-1`), recording every layer's K/V."
-        B, S = input_ids.shape
-        cache = SharedKVCache(self.num_layers)
-        out = self.backbone(input_ids=input_ids, attention_mask=self.backbone_mask(encoder_mask), use_cache=True, cache=cache,
-                            position_ids=torch.arange(S, device=input_ids.device).expand(B, S),
-                            logits_to_keep=0 if return_logits else 1)
-        return EncoderState(cache.kv, out.logits if return_logits else None)
+# %% ../nbs/07_models.ipynb
+@patch
+def encode(self: BlockDiffusionLM, input_ids: Tensor, encoder_mask: MaskLike, return_logits: bool = True) -> EncoderState:
+    "Causal pass over the clean sequence (positions `0..S-1`), recording every layer's K/V."
+    B, S = input_ids.shape
+    cache = SharedKVCache(self.num_layers)
+    out = self.backbone(input_ids=input_ids, attention_mask=self.backbone_mask(encoder_mask), use_cache=True, cache=cache,
+                        position_ids=torch.arange(S, device=input_ids.device).expand(B, S),
+                        logits_to_keep=0 if return_logits else 1)
+    return EncoderState(cache.kv, out.logits if return_logits else None)
 
-    def decode(self, state: EncoderState, canvas_ids: Tensor, decoder_mask: MaskLike, decoder_position_ids: Tensor,
-               self_cond_embeds: Optional[Tensor] = None, self_cond_rows: Optional[Tensor] = None, **backbone_kw):
-        "One canvas pass over `[encoder ; canvas]` keys (a fresh read-only cache); returns the backbone output."
-        return self.backbone(inputs_embeds=self.canvas_embeds(canvas_ids, self_cond_embeds, self_cond_rows),
-                             attention_mask=self.backbone_mask(decoder_mask), use_cache=True,
-                             cache=SharedKVCache(self.num_layers, state.kv), position_ids=decoder_position_ids,
-                             **backbone_kw)
+@patch
+def decode(self: BlockDiffusionLM, state: EncoderState, canvas_ids: Tensor, decoder_mask: MaskLike, decoder_position_ids: Tensor,
+           self_cond_embeds: Optional[Tensor] = None, self_cond_rows: Optional[Tensor] = None, **backbone_kw):
+    "One canvas pass over `[encoder ; canvas]` keys (a fresh read-only cache); returns the backbone output."
+    return self.backbone(inputs_embeds=self.canvas_embeds(canvas_ids, self_cond_embeds, self_cond_rows),
+                         attention_mask=self.backbone_mask(decoder_mask), use_cache=True,
+                         cache=SharedKVCache(self.num_layers, state.kv), position_ids=decoder_position_ids,
+                         **backbone_kw)
 
-    def canvas_embeds(self, canvas_ids: Tensor, self_cond_embeds: Optional[Tensor] = None,
-                      self_cond_rows: Optional[Tensor] = None) -> Tensor:
-        "Canvas input embeddings `[n, r, H]` + `self_cond(self_cond_embeds)` on `self_cond_rows` (default: every row)."
-        x = self.backbone.get_input_embeddings()(canvas_ids)
-        if self_cond_embeds is None: return x
-        if self.self_cond is None: raise ValueError("self_cond_embeds given to a model built with self_conditioning=False.")
-        if self_cond_rows is None: return x + self.self_cond(self_cond_embeds)
-        x[self_cond_rows] = x[self_cond_rows] + self.self_cond(self_cond_embeds)   # sampling: rows past their first step
-        return x
+# %% ../nbs/07_models.ipynb
+@patch
+def canvas_embeds(self: BlockDiffusionLM, canvas_ids: Tensor, self_cond_embeds: Optional[Tensor] = None,
+                  self_cond_rows: Optional[Tensor] = None) -> Tensor:
+    "Canvas input embeddings `[n, r, H]` + `self_cond(self_cond_embeds)` on `self_cond_rows` (default: every row)."
+    x = self.backbone.get_input_embeddings()(canvas_ids)
+    if self_cond_embeds is None: return x
+    if self.self_cond is None: raise ValueError("self_cond_embeds given to a model built with self_conditioning=False.")
+    if self_cond_rows is None: return x + self.self_cond(self_cond_embeds)
+    x[self_cond_rows] = x[self_cond_rows] + self.self_cond(self_cond_embeds)   # sampling: rows past their first step
+    return x
 
-    def self_cond_input(self, logits: Tensor, coins: Optional[Tensor] = None) -> Tensor:
-        "Soft embedding of `logits` `[B, R, V]`, zeroed for examples whose coin is False."
-        e = soft_embedding(logits, self.backbone.get_input_embeddings(), embedding_scale(self.backbone))
-        return e if coins is None else e * coins.to(device=e.device, dtype=e.dtype)[:, None, None]
+@patch
+def self_cond_input(self: BlockDiffusionLM, logits: Tensor, coins: Optional[Tensor] = None) -> Tensor:
+    "Soft embedding of `logits` `[B, R, V]`, zeroed for examples whose coin is False."
+    e = soft_embedding(logits, self.backbone.get_input_embeddings(), embedding_scale(self.backbone))
+    return e if coins is None else e * coins.to(device=e.device, dtype=e.dtype)[:, None, None]
 
-    def forward(self, input_ids: Tensor, canvas_ids: Tensor, encoder_mask: MaskLike, decoder_mask: MaskLike,
-                decoder_position_ids: Tensor, do_self_conditioning: Optional[Tensor] = None,
-                prev_logits: Optional[Tensor] = None, return_encoder_logits: Optional[bool] = None) -> DLLMOutput:
-        _check_geometry(input_ids, canvas_ids, encoder_mask, decoder_mask, decoder_position_ids, do_self_conditioning)
-        encoder_mask, decoder_mask = self.backbone_mask(encoder_mask), self.backbone_mask(decoder_mask)   # once: both decodes share it
-        enc_logits = self.training if return_encoder_logits is None else return_encoder_logits
-        state = self.encode(input_ids, encoder_mask, return_logits=enc_logits or self.shift_logits)
-        args, sc = (state, canvas_ids, decoder_mask, decoder_position_ids), None
-        if self.self_conditioning and self.training:
-            with torch.no_grad(): first = self.canvas_logits(*args)     # pass 1: every step, whatever the coins
-            coins = do_self_conditioning
-            if coins is None: coins = torch.ones(len(input_ids), dtype=torch.bool, device=input_ids.device)
-            sc = self.self_cond_input(first, coins)
-        elif self.self_conditioning and prev_logits is not None:
-            sc = self.self_cond_input(prev_logits, do_self_conditioning)
-        return DLLMOutput(self.canvas_logits(*args, self_cond_embeds=sc), state.logits if enc_logits else None)
+# %% ../nbs/07_models.ipynb
+@patch
+def forward(self: BlockDiffusionLM, input_ids: Tensor, canvas_ids: Tensor, encoder_mask: MaskLike, decoder_mask: MaskLike,
+            decoder_position_ids: Tensor, do_self_conditioning: Optional[Tensor] = None,
+            prev_logits: Optional[Tensor] = None, return_encoder_logits: Optional[bool] = None) -> DLLMOutput:
+    _check_geometry(input_ids, canvas_ids, encoder_mask, decoder_mask, decoder_position_ids, do_self_conditioning)
+    encoder_mask, decoder_mask = self.backbone_mask(encoder_mask), self.backbone_mask(decoder_mask)   # once: both decodes share it
+    enc_logits = self.training if return_encoder_logits is None else return_encoder_logits
+    state = self.encode(input_ids, encoder_mask, return_logits=enc_logits or self.shift_logits)
+    args, sc = (state, canvas_ids, decoder_mask, decoder_position_ids), None
+    if self.self_conditioning and self.training:
+        with torch.no_grad(): first = self.canvas_logits(*args)     # pass 1: every step, whatever the coins
+        coins = do_self_conditioning
+        if coins is None: coins = torch.ones(len(input_ids), dtype=torch.bool, device=input_ids.device)
+        sc = self.self_cond_input(first, coins)
+    elif self.self_conditioning and prev_logits is not None:
+        sc = self.self_cond_input(prev_logits, do_self_conditioning)
+    return DLLMOutput(self.canvas_logits(*args, self_cond_embeds=sc), state.logits if enc_logits else None)
 
-    def canvas_logits(self, state: EncoderState, canvas_ids: Tensor, decoder_mask: MaskLike, decoder_position_ids: Tensor,
-                      *args, **kw) -> Tensor:
-        "Logits `[B, R, V]` for canvas tokens `0..R-1` (read one row earlier, block starts from the encoder, when shifted)."
-        logits = self.decode(state, canvas_ids, decoder_mask, decoder_position_ids, *args, **kw).logits
-        if not self.shift_logits: return logits
-        B, R, V = logits.shape
-        starts = torch.arange(0, R, self.block_size, device=logits.device)
-        idx = (decoder_position_ids[:, starts] - 1).clamp(0, state.logits.shape[1] - 1)   # last clean position before each block
-        return shift_canvas_logits(logits, state.logits.gather(1, idx[..., None].expand(-1, -1, V)), self.block_size)
+@patch
+def canvas_logits(self: BlockDiffusionLM, state: EncoderState, canvas_ids: Tensor, decoder_mask: MaskLike, decoder_position_ids: Tensor,
+                  *args, **kw) -> Tensor:
+    "Logits `[B, R, V]` for canvas tokens `0..R-1` (read one row earlier, block starts from the encoder, when shifted)."
+    logits = self.decode(state, canvas_ids, decoder_mask, decoder_position_ids, *args, **kw).logits
+    if not self.shift_logits: return logits
+    B, R, V = logits.shape
+    starts = torch.arange(0, R, self.block_size, device=logits.device)
+    idx = (decoder_position_ids[:, starts] - 1).clamp(0, state.logits.shape[1] - 1)   # last clean position before each block
+    return shift_canvas_logits(logits, state.logits.gather(1, idx[..., None].expand(-1, -1, V)), self.block_size)
