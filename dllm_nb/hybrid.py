@@ -47,6 +47,7 @@ def hybrid_mask(seq_len: int, block_size: int, attention_mask: Optional[Tensor] 
     dev = None if attention_mask is None else attention_mask.device
     return dense_mask(mask_mod(seq_len, block_size, attention_mask), B, 2 * seq_len, 2 * seq_len, dev)
 
+# %% ../nbs/08c_hybrid.ipynb
 def hybrid_block_mask(seq_len: int, block_size: int, attention_mask: Tensor, mask_mod=hybrid_mask_mod,
                       BLOCK_SIZE: int = 128) -> BlockMask:
     "FlexAttention `BlockMask` `[B, 1, 2L, 2L]` from the same predicate."
@@ -99,6 +100,8 @@ class HybridDiffusionLM(DLLMWrapper):
         else: mask = self.backbone_mask(mdlm_attention_mask(attention_mask, L, causal=True, device=input_ids.device).expand(B, 1, L, L))
         pos = torch.arange(L, device=input_ids.device).expand(B, L)
         return self.backbone(input_ids=input_ids, attention_mask=mask, position_ids=pos, use_cache=False).logits
+
+# %% ../nbs/08c_hybrid.ipynb
 @torch.no_grad()
 def hybrid_nll(model: HybridDiffusionLM, input_ids: Tensor, loss_mask: Tensor, attention_mask: Optional[Tensor] = None) -> dict:
     "Exact NLL per supervised token under the AR copy (the one the sampler's output follows), and `n_tokens [B]` per row."
@@ -115,6 +118,7 @@ def accepted_length(drafts: list[int], verified: list[int]) -> int:
     while k < len(drafts) and drafts[k] == verified[k]: k += 1
     return k
 
+# %% ../nbs/08c_hybrid.ipynb
 @torch.no_grad()
 def speculative_step(model: HybridDiffusionLM, seqs: list[list[int]], drafts: list[list[int]]):
     "One backbone call per row: verify each row's drafts with the AR copy and draft its next block with the noisy copy."
@@ -135,6 +139,7 @@ def speculative_step(model: HybridDiffusionLM, seqs: list[list[int]], drafts: li
         new_drafts.append(dlm[r, starts[r] + 1:ends[r]].tolist() if k == len(d) else [])   # drafts stay valid only if all held
     return new_seqs, new_drafts
 
+# %% ../nbs/08c_hybrid.ipynb
 @torch.no_grad()
 def generate_hybrid(model: HybridDiffusionLM, prompts: Prompts, max_new_tokens: int = 32, tokenizer=None, chat: bool = True,
                     temperature: float = 0.0, eos_token_id: Optional[int] = None, seeds=None, **_) -> GenerationOutput:
@@ -156,6 +161,7 @@ def generate_hybrid(model: HybridDiffusionLM, prompts: Prompts, max_new_tokens: 
     cut = [g[:g.index(eos)] if eos is not None and eos in g else g for g in gen]
     return GenerationOutput(cut, canvas, nfe)
 
+# %% ../nbs/08c_hybrid.ipynb
 @torch.no_grad()
 def generate_hybrid_ar(model: HybridDiffusionLM, prompts: Prompts, max_new_tokens: int = 32, tokenizer=None, chat: bool = True,
                        eos_token_id: Optional[int] = None, **_) -> GenerationOutput:
