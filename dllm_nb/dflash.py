@@ -18,6 +18,7 @@ from .loss import LossParts
 from .stages import Batch, Counts, Stage
 from .registry import Mode, register_mode, section_values
 from .sampling import KVBuffer, cut_at_eos
+from fastcore.basics import patch
 from .strategies import register_strategy
 from fastcore.imports import IN_NOTEBOOK
 
@@ -219,72 +220,82 @@ class DFlashDrafter(nn.Module):
         if self._target: self._target[0]._apply(fn, recurse)
         return self
 
-    def embed(self, ids: Tensor) -> Tensor:
-        "Target embedding of the anchor tokens; the drafter's own learned vector at `MASKED` positions."
-        e = self.target.get_input_embeddings()(ids.clamp_min(0)).to(self.mask_embed.dtype)   # drafter dtype (target may be bf16)
-        return torch.where((ids == MASKED)[..., None], self.mask_embed, e)
+# %% ../nbs/15_dflash.ipynb
+@patch
+def embed(self: DFlashDrafter, ids: Tensor) -> Tensor:
+    "Target embedding of the anchor tokens; the drafter's own learned vector at `MASKED` positions."
+    e = self.target.get_input_embeddings()(ids.clamp_min(0)).to(self.mask_embed.dtype)   # drafter dtype (target may be bf16)
+    return torch.where((ids == MASKED)[..., None], self.mask_embed, e)
 
-    def head_weight(self) -> Tensor:
-        "The LM head's rows the drafter scores: the target's whole head, or its `vocab_ids` rows (sliced once, kept)."
-        head = self.target.get_output_embeddings()
-        if head.bias is not None: raise ValueError("DFlash drafters need a bias-free LM head (as in Llama/Qwen targets).")
-        if not self.config.draft_vocab_size: return head.weight
-        key = (head.weight.data_ptr(), head.weight.dtype, self.vocab_ids.data_ptr(), self.vocab_ids._version)
-        if self._head is None or self._head[0] != key: self._head = (key, head.weight[self.vocab_ids].detach())
-        return self._head[1]
+@patch
+def head_weight(self: DFlashDrafter) -> Tensor:
+    "The LM head's rows the drafter scores: the target's whole head, or its `vocab_ids` rows (sliced once, kept)."
+    head = self.target.get_output_embeddings()
+    if head.bias is not None: raise ValueError("DFlash drafters need a bias-free LM head (as in Llama/Qwen targets).")
+    if not self.config.draft_vocab_size: return head.weight
+    key = (head.weight.data_ptr(), head.weight.dtype, self.vocab_ids.data_ptr(), self.vocab_ids._version)
+    if self._head is None or self._head[0] != key: self._head = (key, head.weight[self.vocab_ids].detach())
+    return self._head[1]
 
-    def to_token_ids(self, idx: Tensor) -> Tensor:
-        "Head indices (argmax of the drafter's logits) -> token ids."
-        return self.vocab_ids[idx] if self.config.draft_vocab_size else idx
+@patch
+def to_token_ids(self: DFlashDrafter, idx: Tensor) -> Tensor:
+    "Head indices (argmax of the drafter's logits) -> token ids."
+    return self.vocab_ids[idx] if self.config.draft_vocab_size else idx
 
-    def to_head_ids(self, tokens: Tensor) -> Tensor:
-        "Token ids -> head indices; -100 (ignored by the loss) for tokens outside the draft vocabulary."
-        if not self.config.draft_vocab_size: return tokens
-        inv = torch.full((self.target.get_output_embeddings().weight.shape[0],), -100, dtype=torch.long, device=tokens.device)
-        inv[self.vocab_ids] = torch.arange(len(self.vocab_ids), device=tokens.device)
-        return inv[tokens]
-
-    def context_features(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
-        """The frozen target's features `[B, T, len(layer_ids) * H]` (no grad). With `feature_cache` (a dict) each row's
-        features at its attended positions are kept under the row's tokens: a row seen before costs no target pass."""
-        keys = None
-        if self.feature_cache is not None:
-            am = attention_mask.bool()
-            keys = [tuple(r[m].tolist()) for r, m in zip(input_ids, am)]
-            if all(k in self.feature_cache for k in keys):
-                F_ = next(iter(self.feature_cache.values())).shape[-1]
-                out = torch.zeros(*input_ids.shape, F_, device=input_ids.device, dtype=self.fc.weight.dtype)
-                for b, k in enumerate(keys): out[b, am[b]] = self.feature_cache[k].to(out.device, out.dtype)
-                return out
-        with torch.no_grad():
-            out = self.target(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True, use_cache=False)
-            feats = target_features(self, out)
-        if keys is not None:
-            for b, k in enumerate(keys): self.feature_cache[k] = feats[b, am[b]].clone()
-        return feats
-
-    def project(self, feats: Tensor) -> Tensor:
-        "Target features `[B, L, len(layer_ids) * H]` -> context states `[B, L, H]`."
-        return self.ctx_norm(self.fc(feats.to(self.fc.weight.dtype)))
-
-    def forward(self, block_ids: Tensor, position_ids: Tensor, mask, ctx: Optional[Tensor] = None,
-                ctx_position_ids: Optional[Tensor] = None, input_ids: Optional[Tensor] = None,
-                attention_mask: Optional[Tensor] = None) -> Tensor:
-        """Logits `[B, Q, V]` of the blocks `block_ids [B, Q]` under `mask` (dense `[B, 1, Q, T + Q]` or a `BlockMask`).
-        The context is `ctx` (projected target features `[B, T, H]`), or computed here by running the frozen target on
-        the clean `input_ids` (training)."""
-        if ctx is None:
-            ctx = self.project(self.context_features(input_ids, attention_mask))
-            ctx_position_ids = torch.arange(input_ids.shape[1], device=input_ids.device)[None].expand(len(input_ids), -1)
-        h = self.embed(block_ids)
-        for layer in self.layers: h = layer(h, ctx, position_ids, ctx_position_ids, mask)
-        W = self.head_weight()
-        return F.linear(self.norm(h).to(W.dtype), W)     # [B, Q, V] or [B, Q, draft_vocab_size]
+@patch
+def to_head_ids(self: DFlashDrafter, tokens: Tensor) -> Tensor:
+    "Token ids -> head indices; -100 (ignored by the loss) for tokens outside the draft vocabulary."
+    if not self.config.draft_vocab_size: return tokens
+    inv = torch.full((self.target.get_output_embeddings().weight.shape[0],), -100, dtype=torch.long, device=tokens.device)
+    inv[self.vocab_ids] = torch.arange(len(self.vocab_ids), device=tokens.device)
+    return inv[tokens]
 
 # %% ../nbs/15_dflash.ipynb
 def target_features(drafter, out) -> Tensor:
     "`[B, L, len(layer_ids) * H]`: the chosen target layers' outputs from a forward run with `output_hidden_states=True`."
     return torch.cat([out.hidden_states[i + 1] for i in drafter.config.layer_ids], -1)
+
+# %% ../nbs/15_dflash.ipynb
+@patch
+def context_features(self: DFlashDrafter, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
+    """The frozen target's features `[B, T, len(layer_ids) * H]` (no grad). With `feature_cache` (a dict) each row's
+    features at its attended positions are kept under the row's tokens: a row seen before costs no target pass."""
+    keys = None
+    if self.feature_cache is not None:
+        am = attention_mask.bool()
+        keys = [tuple(r[m].tolist()) for r, m in zip(input_ids, am)]
+        if all(k in self.feature_cache for k in keys):
+            F_ = next(iter(self.feature_cache.values())).shape[-1]
+            out = torch.zeros(*input_ids.shape, F_, device=input_ids.device, dtype=self.fc.weight.dtype)
+            for b, k in enumerate(keys): out[b, am[b]] = self.feature_cache[k].to(out.device, out.dtype)
+            return out
+    with torch.no_grad():
+        out = self.target(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True, use_cache=False)
+        feats = target_features(self, out)
+    if keys is not None:
+        for b, k in enumerate(keys): self.feature_cache[k] = feats[b, am[b]].clone()
+    return feats
+
+@patch
+def project(self: DFlashDrafter, feats: Tensor) -> Tensor:
+    "Target features `[B, L, len(layer_ids) * H]` -> context states `[B, L, H]`."
+    return self.ctx_norm(self.fc(feats.to(self.fc.weight.dtype)))
+
+# %% ../nbs/15_dflash.ipynb
+@patch
+def forward(self: DFlashDrafter, block_ids: Tensor, position_ids: Tensor, mask, ctx: Optional[Tensor] = None,
+            ctx_position_ids: Optional[Tensor] = None, input_ids: Optional[Tensor] = None,
+            attention_mask: Optional[Tensor] = None) -> Tensor:
+    """Logits `[B, Q, V]` of the blocks `block_ids [B, Q]` under `mask` (dense `[B, 1, Q, T + Q]` or a `BlockMask`).
+    The context is `ctx` (projected target features `[B, T, H]`), or computed here by running the frozen target on
+    the clean `input_ids` (training)."""
+    if ctx is None:
+        ctx = self.project(self.context_features(input_ids, attention_mask))
+        ctx_position_ids = torch.arange(input_ids.shape[1], device=input_ids.device)[None].expand(len(input_ids), -1)
+    h = self.embed(block_ids)
+    for layer in self.layers: h = layer(h, ctx, position_ids, ctx_position_ids, mask)
+    W = self.head_weight()
+    return F.linear(self.norm(h).to(W.dtype), W)     # [B, Q, V] or [B, Q, draft_vocab_size]
 
 # %% ../nbs/15_dflash.ipynb
 DRAFTER_CONFIG, DRAFTER_WEIGHTS = 'dflash_config.json', 'drafter.safetensors'
