@@ -108,6 +108,7 @@ def build_block_diffusion(cfg, tokenizer, backbone, verbose: bool = True):
     return BlockDiffusionLM(backbone, b.self_conditioning, shift_logits=b.shift_logits, block_size=b.block_size,
                             mask_token_id=mask_id), mask_id
 
+# %% ../nbs/08e_block_diffusion.ipynb
 def sample_block_diffusion(model, prompts, tokenizer=None, max_new_tokens: int = 32, block_size=None,
                            steps_per_block=None, verified: bool = False, **kw):
     "`generate_block_diffusion` with the registry's defaults: blocks of `block_size` (4), `steps_per_block` (one per token); `verified`: `generate_block_speculative`."

@@ -98,6 +98,7 @@ def read_trainer_state(ckpt: str | Path) -> dict:
 
 # %% ../nbs/09c_checkpoint.ipynb
 _DCP_MD = 'torch.distributed.checkpoint.metadata'
+
 _DCP_ALLOWED = {('torch', 'Size'), ('pathlib', 'PosixPath'), ('pathlib', 'WindowsPath'), ('pathlib', 'PurePosixPath'),
                 ('torch.serialization', '_get_layout'), ('torch.distributed.checkpoint.filesystem', '_StorageInfo'),
                 *((_DCP_MD, n) for n in ('Metadata', 'MetadataIndex', 'StorageMeta', 'ChunkStorageMetadata', 'TensorProperties',
@@ -111,12 +112,14 @@ class _MetadataUnpickler(pickle.Unpickler):
         if (module, name) not in _DCP_ALLOWED and not dtype: raise _unsafe(self.path, f'{module}.{name}')
         return super().find_class(module, name)
 
+# %% ../nbs/09c_checkpoint.ipynb
 def read_dcp_metadata(ckpt: str | Path):
     "The `Metadata` of a DCP checkpoint folder, read by the allow-list unpickler."
     f = Path(ckpt) / '.metadata'
     if not f.exists(): raise FileNotFoundError(f"{f} is missing")
     with open(f, 'rb') as fh: return _MetadataUnpickler(fh, f).load()
 
+# %% ../nbs/09c_checkpoint.ipynb
 class SafeReader(FileSystemReader):
     "DCP's file reader with `.metadata` read by the allow-list unpickler."
     def read_metadata(self, *args, **kwargs):
@@ -126,6 +129,7 @@ class SafeReader(FileSystemReader):
         md.storage_meta.load_id = getattr(self, 'load_id', None)
         return md
 
+# %% ../nbs/09c_checkpoint.ipynb
 class SafeLoadPlanner(DefaultLoadPlanner):
     "DCP's planner; each non-tensor entry is checked with `weights_only=True` before DCP unpickles it."
     def __init__(self, where: str = 'a checkpoint', **kw): super().__init__(**kw); self.where = where
@@ -166,6 +170,7 @@ def save_checkpoint(run_dir: str | Path, step: int, model, optimizer, trainer_st
     barrier()
     return final
 
+# %% ../nbs/09c_checkpoint.ipynb
 def weights_finite(model) -> bool:
     "True when every parameter (every shard, on every rank) is finite; one reduction."
     local = lambda p: p.detach().to_local() if hasattr(p, 'to_local') else p.detach()   # FSDP2: this rank's shard
@@ -180,6 +185,7 @@ def weight_mismatches(md, model_state: dict) -> list[str]:
     return [f"{k} ({'not in the checkpoint' if shape(k) is None else f'{shape(k)} in the checkpoint, {list(v.shape)} now'})"
             for k, v in model_state.items() if shape(k) != list(v.shape)]
 
+# %% ../nbs/09c_checkpoint.ipynb
 def _strictness(path: Path, st: dict, cfg, md, msd: dict, say: Callable) -> None:
     "Refuse (`ConfigError`) a resume that cannot continue the run; with `resume_strict=false` name what changes."
     changes = config_changes(st['config'], cfg)
@@ -195,6 +201,7 @@ def _strictness(path: Path, st: dict, cfg, md, msd: dict, say: Callable) -> None
     if bad: raise RuntimeError(f"{len(bad)} weight(s) do not fit the model: {bad[0]}")
     if changes: say(f"train.resume_strict=false: continuing {path} with {len(changes)} changed key(s): {'; '.join(changes)}")
 
+# %% ../nbs/09c_checkpoint.ipynb
 def restore_checkpoint(path: str | Path, model, optimizer, cfg=None, say: Callable = print) -> dict:
     "Restore model + optimizer shards in place (every rank); return `trainer_state`. With `cfg`: refuse run-changing edits."
     path = Path(path)
@@ -235,6 +242,7 @@ def _why(e: BaseException) -> str:
 class ResumeError(RuntimeError):
     "`train.resume` names a checkpoint that cannot be loaded, or none of the run's checkpoints loads."
 
+# %% ../nbs/09c_checkpoint.ipynb
 def resume_checkpoint(run_dir: str | Path, resume: str | None, model, optimizer, cfg=None,
                       say: Callable = print) -> tuple[Path, dict] | None:
     "`(path, trainer_state)` of the restored checkpoint for `resume` (`'auto'` = the newest that loads, or a path); None = fresh."
@@ -257,6 +265,7 @@ def resume_checkpoint(run_dir: str | Path, resume: str | None, model, optimizer,
 
 # %% ../nbs/09c_checkpoint.ipynb
 LOCK_FILE = '.dllm_nb.lock'
+
 _HELD: dict[str, int] = {}                                              # resolved run folder -> fd of its lock file
 
 def _pid_alive(pid) -> bool:
@@ -284,10 +293,12 @@ def lock_run_dir(run_dir: str | Path, say: Callable = print) -> str | None:
     _HELD[key] = fd
     return None
 
+# %% ../nbs/09c_checkpoint.ipynb
 def holds_lock(run_dir: str | Path) -> bool:
     "True when this process holds `run_dir`'s lock."
     return str(Path(run_dir).resolve()) in _HELD
 
+# %% ../nbs/09c_checkpoint.ipynb
 def unlock_run_dir(run_dir: str | Path) -> None:
     "Release this process's lock on `run_dir` (a no-op when it holds none); the file stays, emptied: a run that ended."
     fd = _HELD.pop(str(Path(run_dir).resolve()), None)

@@ -184,6 +184,7 @@ def _children(cls) -> list[tuple[str, object, object]]:
     i = [n for n, *_ in top].index('dllm') + 1
     return top[:i] + [(n, S, None) for n, S in mode_sections().items()] + top[i:]
 
+# %% ../nbs/09a_config.ipynb
 def config_keys(cls=Config, prefix: str = '') -> dict[str, object]:
     "Every dotted leaf key of the config tree (the registered modes' sections included), mapped to its annotated type."
     out = {}

@@ -106,6 +106,7 @@ def _block_levels(m, u0: Tensor, eps: float) -> Tensor:
         raise ValueError(f"m must be [B] or [B, n_blocks]={tuple(u0.shape)} in [0, 1]; got shape {tuple(m.shape)}.")
     return m
 
+# %% ../nbs/04_corruption.ipynb
 def corrupt_blockwise(input_ids: Tensor, loss_mask: Tensor, mask_token_id: int, block_size: int, eps: float = 1e-3,
                       half_life_ratio: float | None = 0.25, generator: Generators = None,
                       m: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:

@@ -320,6 +320,7 @@ _FORMATS = {'.json': 'json', '.jsonl': 'json', '.parquet': 'parquet'}
 class DataError(ValueError):
     "A problem with the data itself, named by file and 1-based line (or row); the CLIs exit 2 on it."
 
+# %% ../nbs/01_data.ipynb
 def read_json_rows(path: str | Path) -> tuple[list[dict], list[int]]:
     "Rows of a JSON Lines file (or a JSON array) checked one by one, and each row's 1-based line; `DataError` if bad."
     raw = Path(path).read_bytes()

@@ -308,6 +308,7 @@ def _save(self: DFlashDrafter, out_dir) -> Path:
     (out / DRAFTER_CONFIG).write_text(json.dumps(dict(model_class='DFlashDrafter', **asdict(self.config)), indent=1))
     return out
 
+# %% ../nbs/15_dflash.ipynb
 def _target_info(tc) -> dict:
     "What a drafter records about its target (checked when one is attached)."
     return {k: getattr(tc, k, None) for k in ('model_type', 'hidden_size', 'num_hidden_layers', 'vocab_size')}
@@ -317,6 +318,7 @@ def load_target(path: str, dtype: str = 'float32', device=None) -> nn.Module:
     from dllm_nb.models import build_backbone
     return build_backbone(str(path), dtype=getattr(torch, dtype)).to(device or 'cpu').eval().requires_grad_(False)
 
+# %% ../nbs/15_dflash.ipynb
 def _load(cls, path, target: Optional[nn.Module] = None, device=None) -> DFlashDrafter:
     "A saved drafter, with `target` attached (default: the target recorded in its config, loaded here)."
     from safetensors.torch import load_file

@@ -32,10 +32,12 @@ class DistInfo:
     @property
     def is_main(self) -> bool: return self.rank == 0
 
+# %% ../nbs/10_distributed.ipynb
 def launched_by_torchrun() -> bool:
     "True when torchrun (or another launcher) set `RANK` and `WORLD_SIZE`."
     return 'RANK' in os.environ and 'WORLD_SIZE' in os.environ
 
+# %% ../nbs/10_distributed.ipynb
 def exit_with_parent(sig: int = signal.SIGTERM) -> bool:
     "Linux: have the kernel send `sig` to this process when its parent (the torchrun launcher) dies; False elsewhere."
     try: ok = ctypes.CDLL(None, use_errno=True).prctl(1, int(sig), 0, 0, 0) == 0    # 1 = PR_SET_PDEATHSIG
@@ -43,6 +45,7 @@ def exit_with_parent(sig: int = signal.SIGTERM) -> bool:
     if ok and os.getppid() == 1: os.kill(os.getpid(), sig)            # the launcher died before we asked
     return ok
 
+# %% ../nbs/10_distributed.ipynb
 def init_distributed(device: Optional[str] = None, timeout_s: Optional[float] = None) -> DistInfo:
     "Join torchrun's process group (NCCL on GPU, gloo on CPU; `device='cpu'` forces CPU), or return single-process info."
     use_cuda = torch.cuda.is_available() if device is None else torch.device(device).type == 'cuda'
@@ -57,10 +60,12 @@ def init_distributed(device: Optional[str] = None, timeout_s: Optional[float] = 
                                 timeout=None if timeout_s is None else datetime.timedelta(seconds=timeout_s))
     return DistInfo(rank, world, local, dev)
 
+# %% ../nbs/10_distributed.ipynb
 def cleanup() -> None:
     "Leave the process group (call once at the end of training; a no-op without one)."
     if is_dist(): dist.destroy_process_group()
 
+# %% ../nbs/10_distributed.ipynb
 def exit_process(code: int = 0):
     "End the process with `code`: `sys.exit` outside torchrun; a torchrun worker leaves the group, flushes, then `os._exit`."
     # Why a worker skips interpreter shutdown: FSDP2's device mesh keeps the gloo process group alive after
@@ -129,6 +134,7 @@ def shard_global_batch(items: Sequence, dist_info, micro_batch_size: int) -> lis
     mine = items[r * per_rank:(r + 1) * per_rank]
     return [mine[m * micro_batch_size:(m + 1) * micro_batch_size] for m in range(per_rank // micro_batch_size)]
 
+# %% ../nbs/10_distributed.ipynb
 @dataclass(frozen=True)
 class MicroBatch:
     "One micro-batch: dataset `indices` plus where it sits, so per-example seeds follow from its global positions."

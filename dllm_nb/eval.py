@@ -84,11 +84,13 @@ def row_ce(logits: Tensor, target_ids: Tensor, select: Tensor) -> Tensor:
     out = torch.zeros(len(select), dtype=torch.float64, device=logits.device)
     return out.index_add_(0, rows, token_ce(logits, target_ids, select).double())
 
+# %% ../nbs/13_eval.ipynb
 def mc_mean_se(draws: Tensor) -> tuple[Tensor, Tensor]:
     "Mean and standard error over the first dim of Monte-Carlo `draws [K, B]` (se = sample std / sqrt(K); NaN for K = 1)."
     K = len(draws)
     return draws.mean(0), (draws.std(0) / K ** 0.5 if K > 1 else torch.full_like(draws[0], float('nan')))
 
+# %% ../nbs/13_eval.ipynb
 @torch.no_grad()
 def mdlm_nll_bound(model: nn.Module, input_ids: Tensor, loss_mask: Tensor, mask_token_id: int,
                    attention_mask: Optional[Tensor] = None, n_samples: int = 16, seeds=None) -> dict:
@@ -170,6 +172,7 @@ def saved_canvas(path) -> int:
         if f.exists(): return saved_config(f).dllm.max_new_tokens
     return DLLMConfig().max_new_tokens
 
+# %% ../nbs/13_eval.ipynb
 def main(argv: Optional[list[str]] = None) -> int:
     "CLI: `python -m dllm_nb.eval --checkpoint DIR --task NAME`: exact match and likelihood on a built-in task."
     from dllm_nb.generate import at_least, cli_device, load_checkpoint, load_error, saved_block_size, steps_problem

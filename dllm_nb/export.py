@@ -37,6 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument('--debug', action='store_true', help='show tracebacks instead of one-line errors (or DLLM_NB_DEBUG=1)')
     return ap
 
+# %% ../nbs/11a_export.ipynb
 def _problem(ckpt: Path, out: Path) -> str | None:
     if not is_training_checkpoint(ckpt) and not is_lora_final(ckpt):
         return (f"{ckpt} is not a training checkpoint (no trainer_state.json and .metadata) nor a LoRA final/ (no "

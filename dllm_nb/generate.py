@@ -42,6 +42,7 @@ def step_options(mode, steps: Optional[int] = None, steps_per_block: Optional[in
                          f"(its sampler takes: {', '.join(mode.sampler_options) or 'no options'})")
     return given
 
+# %% ../nbs/12_generate.ipynb
 def generate(model: nn.Module, prompts: Prompts, tokenizer=None, max_new_tokens: int = 32, steps: Optional[int] = None,
              block_size: Optional[int] = None, *, steps_per_block: Optional[int] = None, **kw) -> GenerationOutput:
     "Run the sampler of `model`'s mode (see `dllm_nb.modes`): `steps` in all (mdlm) or `steps_per_block` (block_diffusion)."
@@ -49,15 +50,18 @@ def generate(model: nn.Module, prompts: Prompts, tokenizer=None, max_new_tokens:
     return mode.sample(model, prompts, tokenizer, max_new_tokens, block_size=block_size,
                        **step_options(mode, steps, steps_per_block), **kw)
 
+# %% ../nbs/12_generate.ipynb
 def model_classes() -> dict:
     "`{class name: class}` of every registered mode's models: what a `dllm_config.json` may name."
     return {c.__name__: c for m in MODES.values() for c in m.model_classes}
 
+# %% ../nbs/12_generate.ipynb
 def saved_run(path) -> dict:
     "The `run` record of a `final/` folder's `dllm_config.json` (mode, block size, mask token, sampler defaults), or `{}`."
     f = Path(path) / DLLM_CONFIG_NAME
     return json.loads(f.read_text()).get('run', {}) if f.exists() else {}
 
+# %% ../nbs/12_generate.ipynb
 def saved_block_size(path) -> Optional[int]:
     "The training block size: from `dllm_config.json` (self-describing `final/`), else a `config.yaml` in `path` or its parent."
     if 'block_size' in (run := saved_run(path)): return run['block_size']

@@ -94,6 +94,7 @@ def register_once(name: str):
             return cls
     return deco
 
+# %% ../nbs/13a_harness.ipynb
 LM_EVAL_KEYS = ('max_batch_size', 'dtype', 'trust_remote_code')   # lm-eval passes these to every model; not used here
 
 @register_once('dllm_nb')
@@ -173,6 +174,7 @@ def pair_scores(self: DLLMEvalLM, pairs: list[tuple[str, str]], seeds=None) -> l
         greedy = ((pred == ids) | ~lm.bool()).all(-1).tolist()
     return [(-float(x), bool(g), float(e)) for x, g, e in zip(nll.tolist(), greedy, se.tolist())]
 
+# %% ../nbs/13a_harness.ipynb
 @patch
 def likelihood_kind(self: DLLMEvalLM) -> str:
     "What `loglikelihood` returns for this checkpoint, in words (printed with the standard errors)."
@@ -182,6 +184,7 @@ def likelihood_kind(self: DLLMEvalLM) -> str:
         return f'minus the one-step NLL bound (random-token canvases), {self.mc_samples} draws per request'
     return f"minus the {'blockwise ' if isinstance(m, BlockDiffusionLM) else ''}MDLM ELBO, {self.mc_samples} stratified t per request"
 
+# %% ../nbs/13a_harness.ipynb
 @patch
 def report_se(self: DLLMEvalLM, se: Sequence[float]) -> str:
     "One line on stderr: what the answers are and their Monte-Carlo standard error (mean and max over the requests)."
@@ -191,6 +194,7 @@ def report_se(self: DLLMEvalLM, se: Sequence[float]) -> str:
         line += f'; Monte-Carlo standard error per request: mean {se.nanmean():.4f}, max {se.nan_to_num(0).max():.4f} nats'
     print(line, file=sys.stderr); return line
 
+# %% ../nbs/13a_harness.ipynb
 def harness_loglikelihood(self: DLLMEvalLM, requests) -> list[tuple[float, bool]]:
     "lm-eval's `loglikelihood`: batches of `(context, continuation)`, noise seeded per document (its choices share it)."
     pairs, seeds = [tuple(r.args[:2]) for r in requests], request_seeds(self, requests, range(len(requests)))
@@ -199,6 +203,7 @@ def harness_loglikelihood(self: DLLMEvalLM, requests) -> list[tuple[float, bool]
     self.mc_se += [e for *_, e in scores]; self.report_se([e for *_, e in scores])
     return [(lp, g) for lp, g, _ in scores]
 
+# %% ../nbs/13a_harness.ipynb
 def harness_loglikelihood_rolling(self: DLLMEvalLM, requests) -> list[float]:
     "lm-eval's `loglikelihood_rolling`: the whole text as a continuation of its first token (the model's positions must hold it)."
     out = []
@@ -292,6 +297,7 @@ def local_tasks(argv: Sequence[str]) -> bool:
     found = {m[1] for p in Path(a.include_path).glob('*.yaml') if (m := re.search(r'^task:\s*(\S+)', p.read_text(), re.M))}
     return set(a.tasks.split(',')) <= found
 
+# %% ../nbs/13a_harness.ipynb
 def skip_builtin_index():
     "Make lm-eval's `TaskManager` index only the `include_path` (its thousands of built-in task YAMLs take ~10-20 s on a CPU)."
     from lm_eval.tasks import TaskManager
@@ -300,6 +306,7 @@ def skip_builtin_index():
     def local_init(self, *a, include_defaults: bool = False, **kw): init(self, *a, include_defaults=include_defaults, **kw)
     local_init._local_only = True; TaskManager.__init__ = local_init
 
+# %% ../nbs/13a_harness.ipynb
 def main(argv: Optional[list[str]] = None) -> int:
     "CLI: `tasks --out DIR` writes the built-in lm-eval tasks; `run ...` is lm-eval's CLI with `dllm_nb` registered."
     argv = sys.argv[1:] if argv is None else argv

@@ -61,6 +61,7 @@ class HybridOutput(DLLMOutput):
     "What `HybridDiffusionLM.forward` returns: `logits` from the noisy copy, `causal_logits` from the clean copy."
     causal_logits: Optional[Tensor] = None   # [B, L, V] next-token logits (row i scores token i+1); logits: row i scores token i
 
+# %% ../nbs/08c_hybrid.ipynb
 class HybridDiffusionLM(DLLMWrapper):
     "One causal-LM backbone, one pass over `[x_t | x_0]`: diffusion logits from the noisy copy, AR logits from the clean copy."
     mask_mod = staticmethod(hybrid_mask_mod)      # a subclass may swap the predicate (the leaky control in the tests does)

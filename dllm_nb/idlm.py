@@ -37,6 +37,7 @@ def idlm_mask_mod(seq_len: int, block_size: int, attention_mask: Optional[Tensor
         return keep | (kv_idx == q_idx)
     return mask_mod
 
+# %% ../nbs/08b_idlm.ipynb
 def _check_idlm(seq_len: int, block_size: int, attention_mask: Optional[Tensor]) -> None:
     if not (isinstance(block_size, int) and block_size >= 1): raise ValueError(f"block_size={block_size} must be an int >= 1.")
     if seq_len < 1: raise ValueError(f"seq_len={seq_len} must be >= 1.")
@@ -51,6 +52,7 @@ def idlm_mask(seq_len: int, block_size: int = 1, attention_mask: Optional[Tensor
     dev = None if attention_mask is None else attention_mask.device
     return dense_mask(idlm_mask_mod(seq_len, block_size, attention_mask), B, 2 * seq_len, 2 * seq_len, dev)
 
+# %% ../nbs/08b_idlm.ipynb
 def idlm_block_mask(seq_len: int, block_size: int, attention_mask: Tensor, BLOCK_SIZE: int = 128) -> BlockMask:
     "FlexAttention `BlockMask` `[B, 1, 2L, 2L]` from the same predicate (no dense `[2L, 2L]` is built)."
     _check_idlm(seq_len, block_size, attention_mask)
@@ -116,6 +118,7 @@ class IDLMInput(Stage):
     @property
     def batch(self) -> Batch: return self.noised.batch
 
+# %% ../nbs/08b_idlm.ipynb
 @dataclass
 class IDLMSettings:
     "Settings of `idlm` = its config section `idlm:`; the `RUNTIME` fields come from the tokenizer (`from_config`)."
@@ -138,6 +141,7 @@ class IDLMSettings:
                      "add the mask token to the tokenizer and resize the embeddings (models.add_mask_token).")
         return p
 
+# %% ../nbs/08b_idlm.ipynb
 @register_strategy
 class IDLMStrategy:
     "I-DLM: all-masked corruption, one `[x_t | x_0]` pass, Dream-shifted `CE_noisy + α·CE_clean` over the targets."
@@ -179,6 +183,7 @@ def _keep(valid: Tensor, n_new: int, new_valid: Tensor) -> Tensor:
     keep[:, torch.arange(q), C + torch.arange(q)] = True
     return keep[:, None]
 
+# %% ../nbs/08b_idlm.ipynb
 class _IDLMState:
     "Clean K/V of the committed tokens, their validity, each row's next position, and the not-yet-encoded tokens."
     def __init__(self, model: IntrospectiveDiffusionLM, prompt_ids: list[list[int]]):

@@ -72,6 +72,7 @@ def _draw_block_lines(ax, Q: int, segs, block_size: int, row_starts) -> None:
         if name != 'prompt':
             for x in range(a + block_size, b, block_size): ax.axvline(x - .5, color='k', lw=.3)
 
+# %% ../nbs/03_masks.ipynb
 def plot_block_mask(mask: Tensor, prefix: Optional[int] = None, enc_len: Optional[int] = None,
                     block_size: Optional[int] = None, response_length: Optional[int] = None, segments=None,
                     row_starts=(0,), ax=None, title: Optional[str] = None, legend: bool = True):
@@ -118,6 +119,7 @@ def block_diffusion_rows(prefix_len: Tensor, response_len: Tensor, block_size: i
         return enc_lo, enc_hi, can_lo, can_hi
     return rows
 
+# %% ../nbs/03_masks.ipynb
 def block_diffusion_mask_mod(prefix_len: Tensor, response_len: Tensor, enc_len: int, block_size: int,
                              sliding_window: Optional[int] = None) -> MaskMod:
     "Decoder predicate `(b, h, q_idx, kv_idx) -> keep` over keys `[encoder enc_len ; canvas]`, from the row intervals."
@@ -128,6 +130,7 @@ def block_diffusion_mask_mod(prefix_len: Tensor, response_len: Tensor, enc_len: 
         return ((kv_idx >= enc_lo) & (kv_idx < enc_hi)) | ((i >= can_lo) & (i < can_hi))
     return mask_mod
 
+# %% ../nbs/03_masks.ipynb
 def dense_mask(mask_mod: MaskMod, B: int, Q_LEN: int, KV_LEN: int, device=None) -> Tensor:
     "Materialise any predicate as a bool `[B, 1, Q_LEN, KV_LEN]` from broadcast index grids (no Python loops)."
     ar = lambda n: torch.arange(n, device=device)
@@ -161,6 +164,7 @@ def _batch_geometry(prefix_len: Tensor, response_len: Tensor, enc_len: int, bloc
         _check_example(prefix_len[bad].item(), response_len[bad].item(), enc_len, where=f"example {bad}: ")
     return max(1, R)
 
+# %% ../nbs/03_masks.ipynb
 def _dense_rows(rows, B: int, R: int, enc_len: int, windowed: bool, device=None) -> Tensor:
     "Write the row intervals into a bool `[B, 1, R, enc_len + R]`: the encoder slice, then the canvas slice."
     ar = lambda n: torch.arange(n, device=device)
@@ -172,6 +176,7 @@ def _dense_rows(rows, B: int, R: int, enc_len: int, windowed: bool, device=None)
     torch.ge(i, can_lo, out=can); can &= i < can_hi
     return out
 
+# %% ../nbs/03_masks.ipynb
 def build_batched_block_mask(prefix_len: Tensor, response_len: Tensor, enc_len: int, block_size: int,
                              sliding_window: Optional[int] = None, dtype: Optional[torch.dtype] = None) -> Tensor:
     "Decoder mask `[B, 1, R, enc_len + R]` of a ragged batch: bool keep-mask, or additive of `dtype` when given."
@@ -226,6 +231,7 @@ def chunked_block_mask(mask_mod: MaskMod, B: int, Q_LEN: int, KV_LEN: int, devic
                                     cat('full_kv_indices'), BLOCK_SIZE=BLOCK_SIZE, mask_mod=mask_mod,
                                     seq_lengths=(Q_LEN, KV_LEN))
 
+# %% ../nbs/03_masks.ipynb
 def block_diffusion_block_mask(prefix_len: Tensor, response_len: Tensor, enc_len: int, block_size: int,
                                sliding_window: Optional[int] = None, device=None, BLOCK_SIZE: int = 128) -> BlockMask:
     "FlexAttention `BlockMask` for the decoder, `[B, 1, R, enc_len + R]`, from the same predicate as the dense mask."
@@ -234,6 +240,7 @@ def block_diffusion_block_mask(prefix_len: Tensor, response_len: Tensor, enc_len
     mod = block_diffusion_mask_mod(prefix_len.to(device), response_len.to(device), enc_len, block_size, sliding_window)
     return chunked_block_mask(mod, len(prefix_len), R, enc_len + R, device=device, BLOCK_SIZE=BLOCK_SIZE)
 
+# %% ../nbs/03_masks.ipynb
 def encoder_block_mask(attention_mask: Tensor, sliding_window: Optional[int] = None, device=None,
                        BLOCK_SIZE: int = 128) -> BlockMask:
     "FlexAttention `BlockMask` for the encoder, `[B, 1, S, S]`, from the same predicate as `build_encoder_mask`."
@@ -254,6 +261,7 @@ class MaskSpec:
         return replace(self, **{f.name: getattr(self, f.name).to(device) for f in fields(self)
                                 if isinstance(getattr(self, f.name), Tensor)})
 
+# %% ../nbs/03_masks.ipynb
 @dataclass(frozen=True, eq=False)
 class DecoderMask(MaskSpec):
     "The block-diffusion decoder mask `[B, 1, R, enc_len + R]` as its geometry: validated here, built on demand."
@@ -273,6 +281,7 @@ class DecoderMask(MaskSpec):
         return block_diffusion_block_mask(self.prefix_len, self.response_len, self.enc_len, self.block_size,
                                           self.sliding_window, BLOCK_SIZE=BLOCK_SIZE)
 
+# %% ../nbs/03_masks.ipynb
 @dataclass(frozen=True, eq=False)
 class EncoderMask(MaskSpec):
     "The encoder mask `[B, 1, S, S]` as its inputs: causal over the content keys of `attention_mask`, optional window."

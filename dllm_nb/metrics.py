@@ -83,6 +83,7 @@ class MetricsLogger:
                 if isinstance(v, (int, float)): self.tb.add_scalar(k, v, step)
         if echo: echo(' '.join(f'{k}={v:.4g}' if isinstance(v, float) else f'{k}={v}' for k, v in rec.items()))
 
+# %% ../nbs/09b_metrics.ipynb
 def read_metrics(run_dir: str | Path) -> list[dict]:
     "All records of a run's `metrics.jsonl`; an older log's `ar_loss` / `val_ar_loss` read under its mode's name for that term."
     p = Path(run_dir) / 'metrics.jsonl'

@@ -447,6 +447,7 @@ def forward(self: BlockDiffusionLM, input_ids: Tensor, canvas_ids: Tensor, encod
         sc = self.self_cond_input(prev_logits, do_self_conditioning)
     return DLLMOutput(self.canvas_logits(*args, self_cond_embeds=sc), state.logits if enc_logits else None)
 
+# %% ../nbs/07_models.ipynb
 @patch
 def canvas_logits(self: BlockDiffusionLM, state: EncoderState, canvas_ids: Tensor, decoder_mask: MaskLike, decoder_position_ids: Tensor,
                   *args, **kw) -> Tensor:

@@ -77,11 +77,13 @@ def register_mode(mode: Mode) -> Mode:
     MODES[mode.name] = mode
     return mode
 
+# %% ../nbs/06c_registry.ipynb
 def get_mode(name: str) -> Mode:
     "The registered mode called `name`; a `ValueError` listing the known ones otherwise."
     if name not in MODES: raise ValueError(f"unknown dllm.mode {name!r}; known modes: {', '.join(MODES)}")
     return MODES[name]
 
+# %% ../nbs/06c_registry.ipynb
 def mode_of_model(model) -> Mode:
     "The mode whose model classes `model` is an instance of (the most derived class wins)."
     for cls in type(model).__mro__:

@@ -219,10 +219,12 @@ def train_loader(self: Trainer, start: int, stop: int):
 class NonFiniteError(RuntimeError):
     "Training stopped: the loss or gradient norm was NaN/inf for `train.max_bad_steps` steps in a row."
 
+# %% ../nbs/09_trainer.ipynb
 class Interrupted(KeyboardInterrupt):
     "Training stopped by a signal after saving a checkpoint; `signum` is SIGINT or SIGTERM (exit status 128 + signum)."
     def __init__(self, signum: int = signal.SIGINT): super().__init__(signal.Signals(signum).name); self.signum = int(signum)
 
+# %% ../nbs/09_trainer.ipynb
 class DeferredInterrupt:
     "SIGINT/SIGTERM only set `signum` (the loop saves and stops at the step's end); the same signal again, >= 1 s later, ends at once."
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
