@@ -26,7 +26,7 @@ def eval_side(lm, n, batch_size):
     "`python -m dllm_nb.eval`'s exact match on each task, with the harness model's checkpoint and settings."
     from dllm_nb.eval import exact_match
     return {t: exact_match(lm.model, lm.tok, t, 'test', n, lm.seed, batch_size, lm.max_gen_toks, steps=lm.steps,
-                           block_size=lm.block_size) for t in TASKS}
+                           steps_per_block=lm.steps_per_block, block_size=lm.block_size) for t in TASKS}
 
 
 def harness_side(lm, tasks_dir, n, env_record=False):
