@@ -150,10 +150,14 @@ class MicroBatch:
         return sample_seeds(self.step, self.global_batch_size, self.dp_rank, self.dp_size, self.micro_batch,
                             len(self.indices), base_seed)
     @property
+    def slots(self) -> list[int]:
+        "The rows' slots `0..global_batch_size-1` in their step's global batch."
+        start = self.dp_rank * self.global_batch_size // self.dp_size + self.micro_batch * len(self.indices)
+        return list(range(start, start + len(self.indices)))
+    @property
     def positions(self) -> list[int]:
-        "Global stream positions of the rows."
-        start = self.step * self.global_batch_size + self.dp_rank * self.global_batch_size // self.dp_size
-        return [start + self.micro_batch * len(self.indices) + i for i in range(len(self.indices))]
+        "Global stream positions of the rows: `step * global_batch_size + slot`."
+        return [self.step * self.global_batch_size + s for s in self.slots]
     def pin_memory(self) -> MicroBatch:
         "A copy with the collated tensors in pinned memory (the `DataLoader`'s `pin_memory=True` calls this)."
         return replace(self, collated={k: v.pin_memory() for k, v in self.collated.items()}) if self.collated else self
@@ -236,12 +240,16 @@ def _ignore_stop_signals(worker_id: int) -> None:
     for s in (signal.SIGINT, signal.SIGTERM): signal.signal(s, signal.SIG_IGN)
 
 def step_loader(sampler: GlobalBatchSampler, dataset, collate_fn, start: int, stop: int, num_workers: int = 0,
-                pin_memory: bool = False, prefetch_factor: int = 2) -> DataLoader:
-    "Steps `start..stop-1` of `sampler` as lists of collated `MicroBatch`es, built by `num_workers` processes (0 = this one)."
-    return DataLoader(StepBatches(sampler, dataset, collate_fn), batch_size=None, sampler=range(start, stop),
-                      collate_fn=_as_is, num_workers=num_workers, pin_memory=pin_memory,
-                      prefetch_factor=prefetch_factor if num_workers else None, generator=torch.Generator(),
-                      worker_init_fn=_ignore_stop_signals if num_workers else None)
+                pin_memory: bool = False, prefetch_factor: int = 2):
+    """Steps `start..stop-1` of `sampler` as lists of collated `MicroBatch`es, built by `num_workers` processes (0 = this
+    one). The loader owns the sampler's step: handing out step `s` moves `sampler.step` to `s + 1` (what a checkpoint saves)."""
+    loader = DataLoader(StepBatches(sampler, dataset, collate_fn), batch_size=None, sampler=range(start, stop),
+                        collate_fn=_as_is, num_workers=num_workers, pin_memory=pin_memory,
+                        prefetch_factor=prefetch_factor if num_workers else None, generator=torch.Generator(),
+                        worker_init_fn=_ignore_stop_signals if num_workers else None)
+    for mbs in loader:
+        sampler.step = mbs[0].step + 1
+        yield mbs
 
 # %% ../nbs/10_distributed.ipynb
 def find_decoder_layers(model: nn.Module) -> list[nn.Module]:

@@ -169,7 +169,7 @@ class Trainer:
     def micro_batch(self, mb) -> Batch:
         "A training micro-batch: its rows collated (or prefetched by the loader), their seeds and slots in the step's global batch, and the step."
         b = self.collate(self.train_ds, mb.indices) if mb.collated is None else self.to_device(mb.collated)
-        return Batch.from_collated(b, mb.seeds(self.cfg.seed), torch.tensor(mb.positions) - mb.step * mb.global_batch_size,
+        return Batch.from_collated(b, mb.seeds(self.cfg.seed), torch.tensor(mb.slots),
                                    mb.global_batch_size, mb.step)
 
 # %% ../nbs/09_trainer.ipynb
@@ -209,11 +209,9 @@ def maybe_resume(self: Trainer) -> int:
 
 @patch
 def train_loader(self: Trainer, start: int, stop: int):
-    "Steps `start..stop-1` of this rank's micro-batches (`data.num_workers` collate); each hand-out advances the sampler past its step."
-    for mbs in step_loader(self.sampler, self.train_ds, self.collator, start, stop, self.num_workers,
-                           pin_memory=self.dist.device.type == 'cuda'):
-        self.sampler.step = mbs[0].step + 1
-        yield mbs
+    "Steps `start..stop-1` of this rank's micro-batches (`data.num_workers` collate); the loader advances the sampler past each step it hands out."
+    return step_loader(self.sampler, self.train_ds, self.collator, start, stop, self.num_workers,
+                       pin_memory=self.dist.device.type == 'cuda')
 
 # %% ../nbs/09_trainer.ipynb
 class NonFiniteError(RuntimeError):
