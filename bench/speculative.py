@@ -70,11 +70,11 @@ def bench_real(args):
     n_ref = sum(map(len, ref))
     print(f'target {args.target}; drafter {args.drafter} (block size {drafter.config.block_size}, '
           f'{sum(p.numel() for p in drafter.parameters()) / 1e6:.2f}M parameters); {len(ids)} held-out prompts, '
-          f'max_new_tokens {N}; times are process CPU seconds (1 thread)')
+          f'max_new_tokens {N}, drafts verified while the drafter gives them >= {args.min_confidence}; times are process CPU seconds (1 thread)')
     print(f"{'batch':>5} {'tau':>5} {'target tok/s':>12} {'spec tok/s':>10} {'speed-up':>8} {'identical':>9}  accepted tokens per call")
     res, t_draft = {}, [0.0]
     def timed_draft(*a):                                  # the profile's split: drafter vs target verification
-        out, dt = cpu_timed(lambda: draft_block(*a)); t_draft[0] += dt; return out
+        out, dt = cpu_timed(lambda: draft_block(*a, min_confidence=args.min_confidence)); t_draft[0] += dt; return out
     for B in args.batch_sizes:
         if B == 1: t_ar, n_ar = t_ref, n_ref
         else:
@@ -116,6 +116,8 @@ def main():
     ap.add_argument('--drafter', default=None, help="the drafter's final/ folder (with --target)")
     ap.add_argument('--prompts', default='shipped:test', help='prompts for --target (shipped:test = the held-out split)')
     ap.add_argument('--batch-sizes', type=int, nargs='+', default=[1, 4])
+    ap.add_argument('--min-confidence', type=float, default=0.3,
+                    help='--target: verify drafts only while the drafter gives them this probability (0 = the whole block)')
     ap.add_argument('--out', default='runs/spec')
     ap.add_argument('--target-steps', type=int, default=600)
     ap.add_argument('--drafter-steps', type=int, default=600)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Literal, Optional, Sequence
 import torch
@@ -491,14 +492,20 @@ def _left_pad(prompts: Sequence[Sequence[int]], device) -> tuple[Tensor, Tensor]
     return ids, am
 
 # %% ../nbs/15_dflash.ipynb
-def draft_block(drafter: DFlashDrafter, anchor: Tensor, pos: Tensor, ctx: Tensor, ctx_pos: Tensor, ctx_valid: Tensor) -> Tensor:
-    "Greedy drafts `[B, block_size - 1]` for the block `[anchor, MASK, ...]` at positions `pos + 0..` over all context."
+def draft_block(drafter: DFlashDrafter, anchor: Tensor, pos: Tensor, ctx: Tensor, ctx_pos: Tensor, ctx_valid: Tensor,
+                min_confidence: float = 0.0) -> Tensor:
+    """Greedy drafts `[B, k]` for the block `[anchor, MASK, ...]` at positions `pos + 0..` over all context: `k = block_size - 1`,
+    or with `min_confidence` only as far as the longest run (over the rows) of drafts the drafter gives at least that
+    probability, so the target does not pay a verification row for a draft that is likely wrong."""
     B, bs = len(anchor), drafter.config.block_size
     ids = torch.full((B, bs), MASKED, dtype=torch.long, device=anchor.device)
     ids[:, 0] = anchor
     mask = dflash_mask(torch.full((B, 1), ctx.shape[1], device=anchor.device), ctx_valid, bs)
     logits = drafter(ids, pos[:, None] + torch.arange(bs, device=pos.device), mask, ctx=ctx, ctx_position_ids=ctx_pos)
-    return drafter.to_token_ids(logits[:, 1:].argmax(-1))
+    if not min_confidence: return drafter.to_token_ids(logits[:, 1:].argmax(-1))
+    p, idx = logits[:, 1:].float().softmax(-1).max(-1)
+    k = int((p >= min_confidence).long().cumprod(1).sum(1).max())
+    return drafter.to_token_ids(idx[:, :k])
 
 def _target_step(drafter, ids, am, pos, cache):
     "One cached target forward: `(greedy next tokens [B, L], projected context features [B, L, H])`."
@@ -509,11 +516,13 @@ def _target_step(drafter, ids, am, pos, cache):
 # %% ../nbs/15_dflash.ipynb
 @torch.no_grad()
 def speculative_generate(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[int]], max_new_tokens: int = 32,
-                         eos_token_id: Optional[int] = None, draft_fn=draft_block) -> SpecOutput:
+                         eos_token_id: Optional[int] = None, draft_fn=None, min_confidence: float = 0.0) -> SpecOutput:
     """Greedy speculative decoding: the drafter proposes a block after the last committed token, the target verifies
     it in one cached causal pass and keeps the longest agreeing prefix plus its own next token (lossless).
-    `draft_fn` (default `draft_block`) may be swapped for tests, e.g. an oracle that knows the answer."""
-    bs, dev = drafter.config.block_size, next(drafter.parameters()).device
+    `min_confidence` cuts the drafts where the drafter is unsure (`draft_block`). `draft_fn` (default `draft_block`)
+    may be swapped for tests, e.g. an oracle that knows the answer; it may return fewer than `block_size - 1` drafts."""
+    dev = next(drafter.parameters()).device
+    draft_fn = draft_fn or partial(draft_block, min_confidence=min_confidence)
     ids, am = _left_pad(prompt_ids, dev)
     pos, cache = (am.cumsum(1) - 1).clamp_min(0), KVBuffer(drafter.target.config.get_text_config().num_hidden_layers, len(ids), dev)
     g, ctx = _target_step(drafter, ids, am, pos, cache)
@@ -521,11 +530,12 @@ def speculative_generate(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[i
     anchor, nxt, ctx_pos, B = g[:, -1], am.sum(1), pos, len(ids)
     toks = [[t] for t in anchor.tolist()]
     done = [t == eos_token_id or max_new_tokens <= 1 for t in anchor.tolist()]
-    acc, rows, calls, j = [], [[] for _ in range(B)], 1, torch.arange(bs, device=dev)
+    acc, rows, calls = [], [[] for _ in range(B)], 1
     while not all(done):
-        draft, bpos = draft_fn(drafter, anchor, nxt, ctx, ctx_pos, cache.valid), nxt[:, None] + j
-        g, feats = _target_step(drafter, torch.cat([anchor[:, None], draft], 1),
-                                torch.cat([cache.valid, cache.valid.new_ones(B, bs)], 1).long(), bpos, cache)
+        draft = draft_fn(drafter, anchor, nxt, ctx, ctx_pos, cache.valid)
+        L = draft.shape[1] + 1; j = torch.arange(L, device=dev); bpos = nxt[:, None] + j   # anchor + drafts
+        g, feats = _target_step(drafter, torch.cat([anchor[:, None], draft.to(dev)], 1),
+                                torch.cat([cache.valid, cache.valid.new_ones(B, L)], 1).long(), bpos, cache)
         calls += 1
         agree = (draft == g[:, :-1]).long().cumprod(1).sum(1)             # drafts each row's target agrees with
         keep = int(max(a for a, d in zip(agree.tolist(), done) if not d)) + 1
@@ -563,7 +573,8 @@ def speculative_cli(args, prompts: list[str]) -> int:
     tok, acc = load_tokenizer(args.checkpoint), []
     for s in range(0, len(prompts), args.batch_size):
         batch = prompts[s:s + args.batch_size]
-        out = speculative_generate(drafter, encode_prompts(batch, tok, chat=not args.raw), args.max_new_tokens, tok.eos_token_id)
+        out = speculative_generate(drafter, encode_prompts(batch, tok, chat=not args.raw), args.max_new_tokens, tok.eos_token_id,
+                                   min_confidence=args.min_confidence)
         for p, ids in zip(batch, out.sequences): print(f"{p} -> {tok.decode(ids)}", flush=True)
         acc += out.accept_lengths
     print(f"mean acceptance length: {sum(acc) / max(1, len(acc)):.2f} tokens per target call")

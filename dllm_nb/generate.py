@@ -188,6 +188,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument('--raw', action='store_true', help='do not wrap prompts in the chat template')
     ap.add_argument('--device', default=None, help='default: cuda if available, else cpu')
     ap.add_argument('--speculative', action='store_true', help='--checkpoint is a DFlash drafter: greedy speculative decoding of its target')
+    ap.add_argument('--min-confidence', type=float, default=0.0, help='--speculative: verify drafts only while the drafter gives them this probability')
     ap.add_argument('--verified', action='store_true', help='block_diffusion with shift_logits: the canvas drafts, the encoder verifies (its greedy output)')
     return ap
 
