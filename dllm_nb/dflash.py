@@ -25,12 +25,12 @@ from fastcore.imports import IN_NOTEBOOK
 
 # %% auto 0
 __all__ = ['ANCHOR_SAMPLING', 'MASKED', 'DRAFTER_CONFIG', 'DRAFTER_WEIGHTS', 'WEIGHT_QUANTUM', 'DFLASH', 'PROMPT_SET',
-           'anchor_candidates', 'sample_anchors', 'Blocks', 'make_blocks', 'dflash_mask_mod', 'dflash_mask',
-           'dflash_block_mask', 'DrafterConfig', 'default_layer_ids', 'default_gamma', 'rope', 'DrafterLayer',
-           'DFlashDrafter', 'target_features', 'load_target', 'decay_weights', 'quantized_weights', 'block_weights',
-           'dflash_loss', 'Anchored', 'DFlashSettings', 'DFlashStrategy', 'draft_vocab', 'build_dflash_model',
-           'SpecOutput', 'draft_block', 'speculative_generate', 'target_greedy', 'speculative_cli', 'prompt_set',
-           'read_prompts', 'self_distill', 'main']
+           'EXTRA_PROMPTS', 'anchor_candidates', 'sample_anchors', 'Blocks', 'make_blocks', 'dflash_mask_mod',
+           'dflash_mask', 'dflash_block_mask', 'DrafterConfig', 'default_layer_ids', 'default_gamma', 'rope',
+           'DrafterLayer', 'DFlashDrafter', 'target_features', 'load_target', 'decay_weights', 'quantized_weights',
+           'block_weights', 'dflash_loss', 'Anchored', 'DFlashSettings', 'DFlashStrategy', 'draft_vocab',
+           'build_dflash_model', 'SpecOutput', 'draft_block', 'speculative_generate', 'target_greedy',
+           'speculative_cli', 'prompt_set', 'read_prompts', 'self_distill', 'main']
 
 # %% ../nbs/15_dflash.ipynb
 ANCHOR_SAMPLING = ('independent', 'non_overlapping')
@@ -582,22 +582,26 @@ def speculative_cli(args, prompts: list[str]) -> int:
 
 # %% ../nbs/15_dflash.ipynb
 PROMPT_SET = 'instructions.jsonl'   # dllm_nb/assets/prompts/: the shipped prompts (tools/make_prompts.py wrote them)
+EXTRA_PROMPTS = 'instructions_extra.jsonl'   # more training prompts, none in PROMPT_SET (tools/make_extra_prompts.py)
 
 def prompt_set(split: Optional[str] = None) -> list[dict]:
-    "The shipped instruction prompts (rows `prompt`, `kind`, `split`): all, or one fixed split ('train' / 'test')."
+    """The shipped instruction prompts (rows `prompt`, `kind`, `split`): all, or one fixed split ('train' / 'test'), or
+    'extra': more training prompts composed from templates (all `split: train`, none in the main set)."""
     from importlib.resources import files
-    rows = [json.loads(l) for l in (files('dllm_nb') / 'assets' / 'prompts' / PROMPT_SET).read_text().splitlines() if l.strip()]
-    if split is not None and split not in ('train', 'test'): raise ValueError(f"prompt split {split!r}; use 'train' or 'test'")
-    return [r for r in rows if split is None or r['split'] == split]
+    if split is not None and split not in ('train', 'test', 'extra'):
+        raise ValueError(f"prompt split {split!r}; use 'train', 'test' or 'extra'")
+    name = EXTRA_PROMPTS if split == 'extra' else PROMPT_SET
+    rows = [json.loads(l) for l in (files('dllm_nb') / 'assets' / 'prompts' / name).read_text().splitlines() if l.strip()]
+    return [r for r in rows if split in (None, 'extra') or r['split'] == split]
 
 def read_prompts(source: str) -> list[str]:
-    """Prompt strings from `source`: `shipped`, `shipped:train` / `shipped:test` (the package's prompt set), a `.txt`
+    """Prompt strings from `source`: `shipped`, `shipped:train` / `shipped:test` / `shipped:extra` (`prompt_set`), a `.txt`
     file (one prompt per line) or a JSON/JSONL file of rows with `prompt` or `messages` (the first user turn)."""
     if source == 'shipped' or source.startswith('shipped:'):
         return [r['prompt'] for r in prompt_set(source.split(':', 1)[1] if ':' in source else None)]
     from dllm_nb.data import DataError, read_json_rows
     p = Path(source)
-    if not p.is_file(): raise FileNotFoundError(f"{source}: no such prompt file (or use shipped, shipped:train, shipped:test)")
+    if not p.is_file(): raise FileNotFoundError(f"{source}: no such prompt file (or use shipped, shipped:train, shipped:test, shipped:extra)")
     if p.suffix == '.txt': return [l.strip() for l in p.read_text().splitlines() if l.strip()]
     rows, lines, out = *read_json_rows(p), []
     for r, n in zip(rows, lines):

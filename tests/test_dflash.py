@@ -95,6 +95,22 @@ def test_prompt_set_loads_without_duplicates_and_a_fixed_split():
     assert read_prompts('shipped:test') == [r['prompt'] for r in test] and test[0]['prompt'] == rows[4]['prompt']
 
 
+
+def test_extra_prompts_are_distinct_training_prompts_outside_the_shipped_set():
+    from importlib.resources import files
+    from dllm_nb.dflash import prompt_set, read_prompts
+    extra, shipped = prompt_set('extra'), prompt_set()
+    assert len(extra) >= 500 and {r['split'] for r in extra} == {'train'}
+    assert {r['kind'] for r in extra} == {r['kind'] for r in shipped}
+    low = [r['prompt'].strip().lower() for r in extra]
+    assert len(set(low)) == len(low)                                                    # no duplicates
+    assert not set(low) & {r['prompt'].strip().lower() for r in shipped}                # the held-out split stays unseen
+    d = files('dllm_nb') / 'assets' / 'prompts'
+    assert len((d / 'instructions.jsonl').read_bytes()) + len((d / 'instructions_extra.jsonl').read_bytes()) <= 200_000
+    assert read_prompts('shipped:extra') == [r['prompt'] for r in extra]
+    import pytest
+    with pytest.raises(ValueError, match="'train', 'test' or 'extra'"): prompt_set('dev')
+
 def test_distill_cli_writes_target_greedy_and_resumes(tmp_path):
     from dllm_nb.data import read_json_rows
     from dllm_nb.dflash import load_target, read_prompts, target_greedy
