@@ -257,7 +257,7 @@ class BlockDiffusionStrategy:
 
     def loss(self, model, stage: Windowed, counts: Counts) -> LossParts:
         w, b, wt = stage.window, stage.batch, self.settings.encoder_loss_weight
-        out = model(**stage.model_inputs())
+        out = model(**stage.model_inputs(), return_encoder_logits=bool(wt))   # validation (eval mode) scores it too
         return block_diffusion_loss(out.logits, w.target_ids, w.loss_mask, counts.diffusion,
                                     enc_logits=out.encoder_logits if wt else None, enc_input_ids=b.input_ids,
                                     enc_pair_mask=self.encoder_pairs(b), num_ar=counts.ar, encoder_loss_weight=wt)

@@ -60,3 +60,21 @@ def test_generate_cli_verified_is_the_encoders_greedy_output(tmp_path):
     assert r.stdout.splitlines() == [f'{p} -> {tok.decode(s)}' for p, s in zip(prompts, ref)]
     bad = _cli('--checkpoint', str(tmp_path / 'ckpt'), '--prompt', 'Hi', '--verified', '--threshold', '0.9')
     assert bad.returncode == 2 and '--verified is greedy' in bad.stderr
+
+
+@pytest.mark.parametrize('shift', [False, True])
+def test_validation_scores_the_encoder_loss_like_training(shift):
+    "The validation loss is the training objective: eval mode scores the encoder's next-token loss too (it logged 0 before)."
+    from dllm_nb.models import BlockDiffusionLM, build_backbone, tiny_config
+    from dllm_nb.trainer import validate
+    torch.manual_seed(0)
+    model = BlockDiffusionLM(build_backbone(tiny_config('llama', vocab_size=64, hidden_size=32)), self_conditioning=False,
+                             shift_logits=shift, block_size=4, mask_token_id=5)
+    bd = _strategy('block_diffusion', 'block_diffusion.self_conditioning=false', 'block_diffusion.encoder_loss_weight=2.0')
+    b = _batch()
+    with torch.no_grad():
+        train = bd.loss(model.train(), bd.prepare(b), bd.denominators([bd.prepare(b)]))
+    val = validate(model, bd, [b], all_reduce=lambda t: t)
+    assert train.ar_loss is not None and val['val_second_loss'] > 0
+    assert val['val_second_loss'] == pytest.approx(float(train.ar_loss), rel=1e-5)
+    assert val['val_loss'] == pytest.approx(val['val_dllm_loss'] + 2.0 * val['val_second_loss'], rel=1e-5)
