@@ -65,7 +65,6 @@ def cleanup() -> None:
     "Leave the process group (call once at the end of training; a no-op without one)."
     if is_dist(): dist.destroy_process_group()
 
-# %% ../nbs/10_distributed.ipynb
 def exit_process(code: int = 0):
     "End the process with `code`: `sys.exit` outside torchrun; a torchrun worker leaves the group, flushes, then `os._exit`."
     # Why a worker skips interpreter shutdown: FSDP2's device mesh keeps the gloo process group alive after
