@@ -532,9 +532,9 @@ def speculative_generate(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[i
     done = [t == eos_token_id or max_new_tokens <= 1 for t in anchor.tolist()]
     acc, rows, calls = [], [[] for _ in range(B)], 1
     while not all(done):
-        draft = draft_fn(drafter, anchor, nxt, ctx, ctx_pos, cache.valid)
+        draft = draft_fn(drafter, anchor, nxt, ctx, ctx_pos, cache.valid).to(dev)
         L = draft.shape[1] + 1; j = torch.arange(L, device=dev); bpos = nxt[:, None] + j   # anchor + drafts
-        g, feats = _target_step(drafter, torch.cat([anchor[:, None], draft.to(dev)], 1),
+        g, feats = _target_step(drafter, torch.cat([anchor[:, None], draft], 1),
                                 torch.cat([cache.valid, cache.valid.new_ones(B, L)], 1).long(), bpos, cache)
         calls += 1
         agree = (draft == g[:, :-1]).long().cumprod(1).sum(1)             # drafts each row's target agrees with
