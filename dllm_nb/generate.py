@@ -187,6 +187,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument('--seed', type=int, default=0, help='prompt i uses seed + i')
     ap.add_argument('--raw', action='store_true', help='do not wrap prompts in the chat template')
     ap.add_argument('--device', default=None, help='default: cuda if available, else cpu')
+    ap.add_argument('--dtype', default=None, choices=['float32', 'bfloat16', 'float16'],
+                    help='decode in this dtype (default: as saved). On CPU, bfloat16 pays off only with native bf16 dot products '
+                         '(AMD Zen 4, Intel AMX: bench/verified.py measures it); elsewhere it is far slower than float32')
     ap.add_argument('--speculative', action='store_true', help='--checkpoint is a DFlash drafter: greedy speculative decoding of its target')
     ap.add_argument('--min-confidence', type=float, default=0.0, help='--speculative: verify drafts only while the drafter gives them this probability')
     ap.add_argument('--verified', action='store_true', help='block_diffusion with shift_logits: the canvas drafts, the encoder verifies (its greedy output)')
@@ -204,6 +207,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         max_new = args.max_new_tokens or saved_run(args.checkpoint).get('sampler', {}).get('max_new_tokens', DEFAULT_MAX_NEW_TOKENS)
         model, tok = load_checkpoint(args.checkpoint, device)
+        if args.dtype: model = model.to(getattr(torch, args.dtype))
         check_prompt_lengths(prompts, tok, model, max_new, chat=not args.raw)
     except Exception as e:                                             # one line; the traceback with DLLM_NB_DEBUG=1
         if os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0'): raise

@@ -62,6 +62,25 @@ def test_generate_cli_verified_is_the_encoders_greedy_output(tmp_path):
     assert bad.returncode == 2 and '--verified is greedy' in bad.stderr
 
 
+def test_generate_cli_dtype(tmp_path, monkeypatch, capsys):
+    "`--dtype bfloat16` decodes with bf16 weights (the sampler sees them), and the output is the bf16 backbone's greedy decoding."
+    import dllm_nb.generate as G
+    from dllm_nb.data import load_tokenizer
+    from dllm_nb.ar import generate_autoregressive_cached
+    from dllm_nb.models import BlockDiffusionLM, build_backbone, tiny_config
+    tok = load_tokenizer(); torch.manual_seed(0)
+    model = BlockDiffusionLM(build_backbone(tiny_config('llama', vocab_size=len(tok), hidden_size=32)), self_conditioning=False,
+                             shift_logits=True, block_size=4).eval()
+    model.save_pretrained(tmp_path / 'ckpt')
+    seen, orig = [], G.generate
+    monkeypatch.setattr(G, 'generate', lambda m, *a, **kw: seen.append(next(m.parameters()).dtype) or orig(m, *a, **kw))
+    args = ['--checkpoint', str(tmp_path / 'ckpt'), '--prompt', 'What is 12 + 34?', '--max-new-tokens', '6', '--device', 'cpu', '--verified']
+    assert G.main(args + ['--dtype', 'bfloat16']) == 0 and seen == [torch.bfloat16]
+    ref = generate_autoregressive_cached(model.to(torch.bfloat16), ['What is 12 + 34?'], 6, tok).sequences[0]
+    assert capsys.readouterr().out.splitlines() == [f'What is 12 + 34? -> {tok.decode(ref)}']
+    assert G.main(args) == 0 and seen[-1] == torch.float32         # default: as saved
+
+
 @pytest.mark.parametrize('shift', [False, True])
 def test_validation_scores_the_encoder_loss_like_training(shift):
     "The validation loss is the training objective: eval mode scores the encoder's next-token loss too (it logged 0 before)."
