@@ -84,7 +84,7 @@ def call_costs(model, prompt, batch, reps):
     from transformers import DynamicCache
     from dllm_nb.block_speculative import VerifyContext
     b, V, bb = model.block_size, model.backbone.get_input_embeddings().num_embeddings, model.backbone
-    ps, dt = [prompt] * batch, next(model.parameters()).dtype
+    ps = [prompt] * batch
     def verify(nc):
         ctx, ts = VerifyContext(model, ps), []
         ctx.verify(torch.randint(V, (batch, b)))
