@@ -97,7 +97,7 @@ def side_by_side_steps(runs: Path, rows, n: int = 4) -> dict:
     for step in range(n + 1):                    # round robin: the same data step for every row, load hits all alike
         for r, (tr, cfg) in trs.items():
             c0 = time.process_time()
-            with torch.enable_grad():
+            with torch.enable_grad(), tr.autocast():    # model.dtype=bfloat16: the run's bf16 autocast
                 train_step(tr.model, tr.strategy, tr.optimizer, [tr.micro_batch(m) for m in tr.sampler.micro_batches(step)], 1,
                            cfg.train.grad_clip, scheduler=tr.scheduler)
             if step: ts[r].append(time.process_time() - c0)

@@ -29,8 +29,9 @@ __all__ = ['ANCHOR_SAMPLING', 'MASKED', 'DRAFTER_CONFIG', 'DRAFTER_WEIGHTS', 'WE
            'dflash_mask', 'dflash_block_mask', 'DrafterConfig', 'default_layer_ids', 'default_gamma', 'rope',
            'DrafterLayer', 'DFlashDrafter', 'target_features', 'load_target', 'decay_weights', 'quantized_weights',
            'block_weights', 'dflash_loss', 'Anchored', 'DFlashSettings', 'DFlashStrategy', 'draft_vocab',
-           'build_dflash_model', 'SpecOutput', 'draft_block', 'speculative_generate', 'target_greedy',
-           'speculative_cli', 'prompt_set', 'read_prompts', 'self_distill', 'main']
+           'target_rope_theta', 'init_from_target', 'build_dflash_model', 'SpecOutput', 'draft_block',
+           'speculative_generate', 'target_greedy', 'speculative_cli', 'prompt_set', 'read_prompts', 'self_distill',
+           'main']
 
 # %% ../nbs/15_dflash.ipynb
 ANCHOR_SAMPLING = ('independent', 'non_overlapping')
@@ -383,6 +384,7 @@ class DFlashSettings:
     anchor_sampling: Literal['independent', 'non_overlapping'] = 'independent'  # how anchors are drawn per row
     draft_vocab_size: int = 0               # 0 = the target's whole vocabulary; K = the K most frequent training tokens (smaller head)
     cache_target_features: bool = False     # keep each training row's target features in memory (the target runs once per row)
+    init_from_target: bool = False          # drafter layers start as copies of the target's last layers (else random)
     @classmethod
     def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict:
         "Its section's values (dflash needs no runtime ones)."
@@ -394,6 +396,8 @@ class DFlashSettings:
         if self.loss_gamma is not None and self.loss_gamma <= 0: p.append(f"dflash.loss_gamma={self.loss_gamma} must be > 0 (or null)")
         if self.draft_vocab_size < 0: p.append(f"dflash.draft_vocab_size={self.draft_vocab_size} must be >= 0 (0 = the whole vocabulary)")
         if self.anchor_sampling not in ANCHOR_SAMPLING: p.append(f"anchor_sampling={self.anchor_sampling!r}; use one of {ANCHOR_SAMPLING}")
+        if self.init_from_target and (self.num_heads or self.intermediate_size):
+            p.append("dflash.init_from_target=true copies target layers, so the drafter keeps the target's num_heads and intermediate_size (leave both null)")
         if cfg is None: return p
         if not self.target: p.insert(0, "dllm.mode=dflash needs dflash.target=<causal LM checkpoint dir, hub id or .gguf>")
         if cfg.model.lora.rank: p.append(f"model.lora.rank={cfg.model.lora.rank}: dflash trains a small drafter from scratch (its target is frozen), so LoRA does not apply; set model.lora.rank=0")
@@ -438,6 +442,37 @@ def draft_vocab(token_rows, k: int, vocab_rows: int, always: Sequence[int] = ())
     return torch.tensor(sorted(picked), dtype=torch.long)
 
 # %% ../nbs/15_dflash.ipynb
+def target_rope_theta(tc) -> float:
+    "The rotary base of a transformers config (`rope_parameters` in transformers 5, `rope_theta` before)."
+    rp = getattr(tc, 'rope_parameters', None) or {}
+    return float(rp.get('rope_theta', getattr(tc, 'rope_theta', 10000.0)))
+
+@torch.no_grad()
+def init_from_target(drafter: DFlashDrafter, target: nn.Module) -> DFlashDrafter:
+    """Copy the target's last `num_layers` decoder layers, its final norm and an identity feature projection into
+    `drafter` (Llama-style targets: `model.layers[i].self_attn.{q,k,v,o}_proj`, `mlp.{gate,up,down}_proj`)."""
+    c, tc = drafter.config, target.config
+    layers, n = target.model.layers, c.num_layers
+    if c.num_heads != tc.num_attention_heads or c.intermediate_size != tc.intermediate_size or n > len(layers):
+        raise ValueError(f"init_from_target needs the target's shape: heads {tc.num_attention_heads}, MLP {tc.intermediate_size}, "
+                         f"at most {len(layers)} layers; this drafter has {c.num_heads}, {c.intermediate_size}, {n}.")
+    for d, t in zip(drafter.layers, layers[len(layers) - n:]):
+        a, m, g = t.self_attn, t.mlp, c.num_heads // tc.num_key_value_heads
+        hd = a.k_proj.weight.shape[0] // tc.num_key_value_heads
+        grouped = lambda w: w.unflatten(0, (-1, hd)).repeat_interleave(g, 0).flatten(0, 1)   # kv head i // g per query head i
+        for dst, src in ((d.q, a.q_proj.weight), (d.k, grouped(a.k_proj.weight)), (d.v, grouped(a.v_proj.weight)),
+                         (d.o, a.o_proj.weight), (d.gate, m.gate_proj.weight), (d.up, m.up_proj.weight), (d.down, m.down_proj.weight),
+                         (d.norm1, t.input_layernorm.weight), (d.norm2, t.post_attention_layernorm.weight)):
+            dst.weight.copy_(src)
+    drafter.norm.weight.copy_(target.model.norm.weight)
+    before = len(layers) - n - 1                                          # the layer whose output the first copy reads
+    if before in c.layer_ids:
+        H, k = c.hidden_size, c.layer_ids.index(before)
+        drafter.fc.weight.zero_(); drafter.fc.weight[:, k * H:(k + 1) * H].copy_(torch.eye(H))
+        drafter.ctx_norm.weight.copy_(layers[len(layers) - n].input_layernorm.weight)
+    return drafter
+
+# %% ../nbs/15_dflash.ipynb
 def build_dflash_model(cfg, tokenizer) -> tuple[DFlashDrafter, None]:
     "`(drafter, None)` for `dllm.mode=dflash`: the frozen target from `dflash.target`, a fresh drafter sized by `dflash:`."
     x = cfg.dflash
@@ -453,7 +488,9 @@ def build_dflash_model(cfg, tokenizer) -> tuple[DFlashDrafter, None]:
                       intermediate_size=x.intermediate_size or tc.intermediate_size, block_size=x.block_size,
                       vocab_size=tc.vocab_size, target=target_id, target_dtype=x.target_dtype,
                       target_info=_target_info(tc), draft_vocab_size=x.draft_vocab_size)
+    if x.init_from_target: c.rope_theta = target_rope_theta(tc)   # the copied layers' rotary base
     drafter = DFlashDrafter(c, target)
+    if x.init_from_target: init_from_target(drafter, target)
     if x.draft_vocab_size:                 # the most frequent tokens of the training data (+ EOS)
         from dllm_nb.data import load_sft_dataset
         ds = load_sft_dataset(cfg.data.dataset, 'train', tokenizer, max_len=cfg.data.max_len, overlong=cfg.data.overlong)
