@@ -1,7 +1,7 @@
 """Bit-level fingerprint of training, for refactors (not a timed test): `python bench/parity.py [--steps 12] [--json F]`.
 
-Trains a tiny model for a few steps in every mode (mdlm, hybrid, block_diffusion with self-conditioning and the AR
-co-loss, idlm, dflash against a saved tiny target), single process, and prints per mode the exact loss of every step
+Trains a tiny model for a few steps in every mode (ar, mdlm, hybrid, block_diffusion with self-conditioning and the
+AR co-loss, the same under bf16 autocast, idlm, dflash against a saved tiny target), single process, and prints per mode the exact loss of every step
 (float.hex) and a hash of the final weights. Run it before and after a change that must not move behaviour and diff
 the two outputs: any difference in data order, noise, masks, loss maths or optimiser shows up as a different line.
 """
@@ -20,10 +20,13 @@ TINY = ['model.hidden_size=32', 'model.num_layers=2', 'model.num_heads=2', 'mode
         'train.warmup_steps=2', 'train.eval_every=4', 'train.eval_batches=1', 'train.log_every=1',
         'train.save_every=0']
 MODES = {
+    'ar': ['dllm.mode=ar'],
     'mdlm': ['dllm.mode=mdlm', 'dllm.t_sampling=stratified'],
     'mdlm_warmup': ['dllm.mode=mdlm', 'mdlm.ar_warmup_steps=4', 'mdlm.shift_logits=true', 'mdlm.response_fill=40'],
     'hybrid': ['dllm.mode=hybrid'],
     'block_diffusion': ['dllm.mode=block_diffusion', 'block_diffusion.self_conditioning=true'],
+    'block_diffusion_bf16': ['dllm.mode=block_diffusion', 'block_diffusion.self_conditioning=true', 'model.dtype=bfloat16',
+                             'model.attn_implementation=eager'],
     'idlm': ['dllm.mode=idlm'],
     'dflash': ['dllm.mode=dflash', 'dflash.block_size=4'],
 }

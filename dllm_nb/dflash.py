@@ -451,8 +451,11 @@ def target_rope_theta(tc) -> float:
 def init_from_target(drafter: DFlashDrafter, target: nn.Module) -> DFlashDrafter:
     """Copy the target's last `num_layers` decoder layers, its final norm and an identity feature projection into
     `drafter` (Llama-style targets: `model.layers[i].self_attn.{q,k,v,o}_proj`, `mlp.{gate,up,down}_proj`)."""
-    c, tc = drafter.config, target.config
-    layers, n = target.model.layers, c.num_layers
+    c, tc, n = drafter.config, target.config, drafter.config.num_layers
+    layers = getattr(getattr(target, 'model', None), 'layers', None)
+    if layers is None:
+        raise ValueError(f"init_from_target copies Llama-style decoder layers (target.model.layers); {type(target).__name__} has none: "
+                         "train the drafter from scratch (dflash.init_from_target=false).")
     if c.num_heads != tc.num_attention_heads or c.intermediate_size != tc.intermediate_size or n > len(layers):
         raise ValueError(f"init_from_target needs the target's shape: heads {tc.num_attention_heads}, MLP {tc.intermediate_size}, "
                          f"at most {len(layers)} layers; this drafter has {c.num_heads}, {c.intermediate_size}, {n}.")
