@@ -1,8 +1,8 @@
 """Bit-level fingerprint of training, for refactors (not a timed test): `python bench/parity.py [--steps 12] [--json F]`.
 
 Trains a tiny model for a few steps in every mode (ar, mdlm, hybrid, block_diffusion with self-conditioning and the
-AR co-loss, the same under bf16 autocast, idlm, dflash against a saved tiny target), single process, and prints per mode the exact loss of every step
-(float.hex) and a hash of the final weights. Run it before and after a change that must not move behaviour and diff
+AR co-loss, the same under bf16 autocast, idlm, dflash against a saved tiny target), single process, and prints per
+mode the exact loss of every step (float.hex) and a hash of the final weights. Run it before and after a change that must not move behaviour and diff
 the two outputs: any difference in data order, noise, masks, loss maths or optimiser shows up as a different line.
 """
 import argparse, hashlib, json, os, sys, tempfile

@@ -456,13 +456,16 @@ def init_from_target(drafter: DFlashDrafter, target: nn.Module) -> DFlashDrafter
     if layers is None:
         raise ValueError(f"init_from_target copies Llama-style decoder layers (target.model.layers); {type(target).__name__} has none: "
                          "train the drafter from scratch (dflash.init_from_target=false).")
-    if c.num_heads != tc.num_attention_heads or c.intermediate_size != tc.intermediate_size or n > len(layers):
-        raise ValueError(f"init_from_target needs the target's shape: heads {tc.num_attention_heads}, MLP {tc.intermediate_size}, "
-                         f"at most {len(layers)} layers; this drafter has {c.num_heads}, {c.intermediate_size}, {n}.")
-    for d, t in zip(drafter.layers, layers[len(layers) - n:]):
-        a, m, g = t.self_attn, t.mlp, c.num_heads // tc.num_key_value_heads
-        hd = a.k_proj.weight.shape[0] // tc.num_key_value_heads
-        grouped = lambda w: w.unflatten(0, (-1, hd)).repeat_interleave(g, 0).flatten(0, 1)   # kv head i // g per query head i
+    theta, hd = target_rope_theta(tc), layers[0].self_attn.k_proj.weight.shape[0] // tc.num_key_value_heads
+    if (c.num_heads, c.intermediate_size, c.rope_theta, c.hidden_size) != (tc.num_attention_heads, tc.intermediate_size, theta,
+                                                                           hd * tc.num_attention_heads) or n > len(layers):
+        raise ValueError(f"init_from_target needs the target's shape: {tc.num_attention_heads} heads of {hd} (width "
+                         f"{hd * tc.num_attention_heads}), MLP {tc.intermediate_size}, rope base {theta}, at most {len(layers)} layers; this "
+                         f"drafter has {c.num_heads} heads (width {c.hidden_size}), MLP {c.intermediate_size}, rope base {c.rope_theta}, {n} layers.")
+    g, copied = c.num_heads // tc.num_key_value_heads, layers[len(layers) - n:]
+    grouped = lambda w: w.unflatten(0, (-1, hd)).repeat_interleave(g, 0).flatten(0, 1)   # kv head i // g per query head i
+    for d, t in zip(drafter.layers, copied):
+        a, m = t.self_attn, t.mlp
         for dst, src in ((d.q, a.q_proj.weight), (d.k, grouped(a.k_proj.weight)), (d.v, grouped(a.v_proj.weight)),
                          (d.o, a.o_proj.weight), (d.gate, m.gate_proj.weight), (d.up, m.up_proj.weight), (d.down, m.down_proj.weight),
                          (d.norm1, t.input_layernorm.weight), (d.norm2, t.post_attention_layernorm.weight)):
@@ -472,7 +475,7 @@ def init_from_target(drafter: DFlashDrafter, target: nn.Module) -> DFlashDrafter
     if before in c.layer_ids:
         H, k = c.hidden_size, c.layer_ids.index(before)
         drafter.fc.weight.zero_(); drafter.fc.weight[:, k * H:(k + 1) * H].copy_(torch.eye(H))
-        drafter.ctx_norm.weight.copy_(layers[len(layers) - n].input_layernorm.weight)
+        drafter.ctx_norm.weight.copy_(copied[0].input_layernorm.weight)
     return drafter
 
 # %% ../nbs/15_dflash.ipynb
