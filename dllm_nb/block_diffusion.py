@@ -117,7 +117,7 @@ def sample_block_diffusion(model, prompts, tokenizer=None, max_new_tokens: int =
             raise ValueError("verified decoding is the encoder's greedy decoding: it takes no steps_per_block, threshold or temperature.")
         if block_size not in (None, model.block_size):
             raise ValueError(f"block_size={block_size}: verified decoding drafts the model's own blocks of {model.block_size}.")
-        kw = {k: v for k, v in kw.items() if k in ('eos_token_id', 'seeds', 'chat', 'progress')}
+        kw = {k: v for k, v in kw.items() if k in ('eos_token_id', 'seeds', 'chat', 'progress', 'max_draft_rows')}
         return generate_block_speculative(model, prompts, max_new_tokens, tokenizer, **kw)
     bs = block_size or 4
     return generate_block_diffusion(model, prompts, max_new_tokens, block_size=bs, steps_per_block=steps_per_block or bs,

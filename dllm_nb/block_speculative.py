@@ -20,12 +20,13 @@ __all__ = ['VerifyContext', 'accept', 'VerifiedOutput', 'generate_block_speculat
 # %% ../nbs/12b_block_speculative.ipynb
 class VerifyContext(CachedContext):
     "`CachedContext` whose pass returns every clean row's next-token logits, and which can drop rejected clean rows."
-    def verify(self, canvas: Tensor, skip: int = 0) -> tuple[Tensor, Tensor, Tensor]:
-        "`(clean [n, L - skip, V], lens [n], canvas [n, r, V])`: clean row `k` scores the token after `pending[k + skip]`."
-        m, B, device, r = self.model, len(self.pending), self.valid.device, canvas.shape[1]
+    def verify(self, canvas: Optional[Tensor], skip: int = 0) -> tuple[Tensor, Tensor, Optional[Tensor]]:
+        "`(clean [n, L - skip, V], lens [n], canvas [n, r, V])`: clean row `k` scores the token after `pending[k + skip]`; no canvas: `None`."
+        m, B, device, r = self.model, len(self.pending), self.valid.device, 0 if canvas is None else canvas.shape[1]
         ids, lens, cpos, start, key_pos, key_valid, keep = self._layout(r)
         L = ids.shape[1]
-        x = torch.cat([m.backbone.get_input_embeddings()(ids), m.canvas_embeds(canvas)], 1)
+        x = m.backbone.get_input_embeddings()(ids)
+        if canvas is not None: x = torch.cat([x, m.canvas_embeds(canvas)], 1)
         out = m.backbone(inputs_embeds=x, cache=self.cache, use_cache=True,
                          attention_mask=model_attention_mask(keep, m.attn_implementation, m.backbone.dtype),
                          position_ids=torch.cat([cpos, canvas_position_ids(start, r)], 1),
@@ -34,6 +35,7 @@ class VerifyContext(CachedContext):
         self._appended(L, key_pos, key_valid, start)
         logits = out.logits.float()
         clean = logits[:, :L - skip]
+        if canvas is None: return clean, lens, None
         anchor = clean[torch.arange(B, device=device), lens - 1 - skip]          # the last clean row: the canvas's first token
         return clean, lens, shift_canvas_logits(logits[:, L:], anchor[:, None], r)
 
@@ -66,12 +68,14 @@ class VerifiedOutput(GenerationOutput):
 @torch.no_grad()
 def generate_block_speculative(model: BlockDiffusionLM, prompts: Prompts, max_new_tokens: int = 32, tokenizer=None,
                                eos_token_id: Optional[int] = None, seeds=None, chat: bool = True,
-                               progress: bool = False) -> VerifiedOutput:
-    "Greedy decoding of `model`'s encoder, drafted a block at a time by its canvas and verified in the same calls."
+                               max_draft_rows: Optional[int] = None, progress: bool = False) -> VerifiedOutput:
+    "Greedy decoding of `model`'s encoder, drafted a block at a time by its canvas (while at most `max_draft_rows` rows are live) and verified in the same calls."
     if not getattr(model, 'shift_logits', False):
         raise ValueError("verified block decoding needs a block-diffusion model trained with block_diffusion.shift_logits=true "
                          "(its canvas drafts the tokens its encoder head predicts); sample this one with generate_block_diffusion.")
     if max_new_tokens < 1: raise ValueError(f"max_new_tokens={max_new_tokens} must be >= 1.")
+    if max_draft_rows is not None and max_draft_rows < 0:
+        raise ValueError(f"max_draft_rows={max_draft_rows} must be >= 0 (0: never draft; None: always).")
     b, eos = model.block_size, token_id(eos_token_id, tokenizer, 'eos_token_id', required=False)
     prompt_ids, device = encode_prompts(prompts, tokenizer, chat), model_device(model)
     B, V = len(prompt_ids), model.backbone.get_input_embeddings().num_embeddings
@@ -84,8 +88,9 @@ def generate_block_speculative(model: BlockDiffusionLM, prompts: Prompts, max_ne
     while live:
         ctx.rows = live                                                 # the prompt index of each context row
         skip = min(len(ctx.pending[k]) - len(drafts[i]) - 1 for k, i in enumerate(live))   # rows before the last verified one
-        clean, lens, canvas = ctx.verify(noise(live), skip); nfe += 1
-        pred, cpred, keep = clean.argmax(-1).tolist(), canvas.argmax(-1).tolist(), []
+        draft = max_draft_rows is None or len(live) <= max_draft_rows   # a large batch: drafts cost more than they save
+        clean, lens, canvas = ctx.verify(noise(live) if draft else None, skip); nfe += 1
+        pred, cpred, keep = clean.argmax(-1).tolist(), canvas.argmax(-1).tolist() if draft else None, []
         for k, i in enumerate(live):
             d, n_clean = drafts[i], int(lens[k])
             a, t = accept(d, pred[k][n_clean - len(d) - 1 - skip:n_clean - skip])   # the draft's positions and the one after
@@ -94,7 +99,7 @@ def generate_block_speculative(model: BlockDiffusionLM, prompts: Prompts, max_ne
             if eos is not None and eos in new: new = new[:new.index(eos) + 1]
             out[i] = (out[i] + new)[:max_new_tokens]
             if (eos is not None and out[i][-1] == eos) or len(out[i]) >= max_new_tokens: continue
-            drafts[i] = cpred[k][1:] if a == len(d) else []               # the canvas drafted past t only if d was right
+            drafts[i] = cpred[k][1:] if draft and a == len(d) else []     # the canvas drafted past t only if d was right
             ctx.pending[k] = [t] + drafts[i]; keep.append(k)
         if progress: bar.n = min(max(map(len, out)), max_new_tokens); bar.refresh()
         if len(keep) < len(live):

@@ -193,6 +193,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument('--speculative', action='store_true', help='--checkpoint is a DFlash drafter: greedy speculative decoding of its target')
     ap.add_argument('--min-confidence', type=float, default=0.0, help='--speculative: verify drafts only while the drafter gives them this probability')
     ap.add_argument('--verified', action='store_true', help='block_diffusion with shift_logits: the canvas drafts, the encoder verifies (its greedy output)')
+    ap.add_argument('--max-draft-rows', type=at_least(0), default=None,
+                    help='--verified: draft only while at most this many rows are live (above: plain greedy; a CPU at batch 16 '
+                         'decodes faster without drafts, bench/adapt.py); default: always draft')
     return ap
 
 # %% ../nbs/12_generate.ipynb
@@ -220,7 +223,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         if 'verified' not in options: print(f'error: --verified does not apply to a {mode.name} checkpoint', file=sys.stderr); return 2
         if args.temperature or args.threshold is not None or args.steps or args.steps_per_block:
             print('error: --verified is greedy and checks every token: drop --temperature/--threshold/--steps/--steps-per-block', file=sys.stderr); return 2
-        kw = dict(chat=kw['chat'], verified=True)
+        kw = dict(chat=kw['chat'], verified=True, max_draft_rows=args.max_draft_rows)
+    elif args.max_draft_rows is not None: print('error: --max-draft-rows applies to --verified decoding only', file=sys.stderr); return 2
     if problem := steps_problem(args, mode): print(f'error: {problem}', file=sys.stderr); return 2
     block_size = args.block_size or saved_block_size(args.checkpoint)
     starts = range(0, len(prompts), args.batch_size)

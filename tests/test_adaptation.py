@@ -81,6 +81,29 @@ def test_generate_cli_dtype(tmp_path, monkeypatch, capsys):
     assert G.main(args) == 0 and seen[-1] == torch.float32         # default: as saved
 
 
+def test_generate_cli_max_draft_rows(tmp_path, capsys):
+    "`--max-draft-rows` reaches the verified sampler (0: no drafts, the same greedy output); without --verified it is refused."
+    import dllm_nb.generate as G
+    import dllm_nb.block_speculative as BS
+    from dllm_nb.data import load_tokenizer
+    from dllm_nb.models import BlockDiffusionLM, build_backbone, tiny_config
+    tok = load_tokenizer(); torch.manual_seed(0)
+    BlockDiffusionLM(build_backbone(tiny_config('llama', vocab_size=len(tok), hidden_size=32)), self_conditioning=False,
+                     shift_logits=True, block_size=4).eval().save_pretrained(tmp_path / 'ckpt')
+    args = ['--checkpoint', str(tmp_path / 'ckpt'), '--prompt', 'What is 12 + 34?', '--prompt', 'Hi', '--max-new-tokens', '6',
+            '--device', 'cpu', '--verified']
+    canvases, orig = [], BS.VerifyContext.verify
+    def spy(self, canvas, skip=0): canvases.append(canvas is not None); return orig(self, canvas, skip)
+    BS.VerifyContext.verify = spy
+    try:
+        assert G.main(args) == 0; drafted = capsys.readouterr().out
+        assert all(canvases); canvases.clear()
+        assert G.main(args + ['--max-draft-rows', '0']) == 0
+        assert capsys.readouterr().out == drafted and canvases and not any(canvases)
+    finally: BS.VerifyContext.verify = orig
+    assert G.main(args[:-1] + ['--max-draft-rows', '1']) == 2 and '--verified decoding only' in capsys.readouterr().err
+
+
 @pytest.mark.parametrize('shift', [False, True])
 def test_validation_scores_the_encoder_loss_like_training(shift):
     "The validation loss is the training objective: eval mode scores the encoder's next-token loss too (it logged 0 before)."
