@@ -92,21 +92,28 @@ def probe_cpu_step(out: Path, n: int = 5) -> float:
 def side_by_side_steps(runs: Path, rows, n: int = 4) -> dict:
     "Median process CPU seconds per training step of each row's own config, interleaved in this one process (steps 1..n: step 0 warms up)."
     from dllm_nb.config import saved_config
-    from dllm_nb.trainer import Trainer, train_step
-    trs = {}
+    cfgs = {}
     for r in rows:
         cfg = saved_config(runs / r / 'config.yaml')
         cfg.output_dir, cfg.train.eval_every, cfg.train.overwrite = str(runs / f'.probe-{r}'), 0, True
-        trs[r] = (Trainer(cfg, quiet=True), cfg)
-    ts = {r: [] for r in rows}
+        cfgs[r] = cfg
+    return {r: statistics.median(v) for r, v in interleaved_steps(cfgs, n).items()}
+
+
+def interleaved_steps(cfgs: dict, n: int, each=None) -> dict:
+    "Process CPU seconds of training steps 1..n of every config (step 0 warms up), round robin in this one process; `each(step, {name: s})` after a round."
+    from dllm_nb.trainer import Trainer, train_step
+    trs = {r: Trainer(cfg, quiet=True) for r, cfg in cfgs.items()}
+    ts = {r: [] for r in cfgs}
     for step in range(n + 1):                    # round robin: the same data step for every row, load hits all alike
-        for r, (tr, cfg) in trs.items():
+        for r, tr in trs.items():
             c0 = time.process_time()
             with torch.enable_grad(), tr.autocast():    # model.dtype=bfloat16: the run's bf16 autocast
                 train_step(tr.model, tr.strategy, tr.optimizer, [tr.micro_batch(m) for m in tr.sampler.micro_batches(step)], 1,
-                           cfg.train.grad_clip, scheduler=tr.scheduler)
+                           cfgs[r].train.grad_clip, scheduler=tr.scheduler)
             if step: ts[r].append(time.process_time() - c0)
-    return {r: statistics.median(v) for r, v in ts.items()}
+        if step and each: each(step, {r: v[-1] for r, v in ts.items()})
+    return ts
 
 
 def run_stats(out: Path) -> dict:

@@ -13,7 +13,7 @@ Where the time goes (torch.profiler, one step, bf16): a frozen projection skips 
 matmul cost, but the attention, norms, activations, casts and the 49k-token head's softmax are paid in full, so
 LoRA cannot reach the 2/3 a pure matmul count suggests.
 """
-import argparse, os, statistics, sys, time
+import argparse, statistics, sys
 from pathlib import Path
 
 import torch
@@ -37,29 +37,20 @@ def main():
     from transformers.utils import logging as hf_logging
     hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar()
     from dllm_nb.config import load_config
-    from dllm_nb.trainer import Trainer, train_step
+    from adapt import interleaved_steps
     dtype = [] if args.float32 else ['model.dtype=bfloat16', 'model.attn_implementation=eager']
-    trs = {}
-    for name, over in VARIANTS.items():
-        cfg = load_config(ROOT / 'configs' / 'smollm2_adapt.yaml',
-                          [f'model.path={args.gguf or default_gguf()}', f'output_dir=/tmp/lora_cost_{len(trs)}', 'train.eval_every=0',
-                           'train.save_every=0', *over, *dtype])
-        trs[name] = Trainer(cfg, quiet=True)
-    ts = {name: [] for name in trs}
-    for step in range(args.steps + 1):
-        for name, tr in trs.items():
-            mbs = [tr.micro_batch(m) for m in tr.sampler.micro_batches(step)]
-            c0 = time.process_time()
-            with torch.enable_grad(), tr.autocast():
-                train_step(tr.model, tr.strategy, tr.optimizer, mbs, 1, 1.0, scheduler=tr.scheduler)
-            if step: ts[name].append(time.process_time() - c0)
-        if step: print(f'step {step}: ' + ', '.join(f'{n} {t[-1]:.2f} s' for n, t in ts.items()), flush=True)
+    cfgs = {name: load_config(ROOT / 'configs' / 'smollm2_adapt.yaml',
+                              [f'model.path={args.gguf or default_gguf()}', f'output_dir=/tmp/lora_cost_{i}', 'train.eval_every=0',
+                               'train.save_every=0', *over, *dtype])
+            for i, (name, over) in enumerate(VARIANTS.items())}
+    ts = interleaved_steps(cfgs, args.steps, lambda step, last: print(f'step {step}: ' + ', '.join(
+        f'{n} {t:.2f} s' for n, t in last.items()), flush=True))
     full = ts['full']
     print(f"\n## train CPU s/step, {args.steps} steps interleaved, {'fp32 + SDPA' if args.float32 else 'bf16 autocast + eager'}, 1 thread")
     for name, t in ts.items():
-        ratio = statistics.median(a / b for a, b in zip(t, full))
-        print(f'{name:<30} median {statistics.median(t):5.2f} s   / full: median of per-step ratios {ratio:.3f}x '
-              f'(range {min(a / b for a, b in zip(t, full)):.2f}-{max(a / b for a, b in zip(t, full)):.2f})')
+        ratios = [a / b for a, b in zip(t, full)]
+        print(f'{name:<30} median {statistics.median(t):5.2f} s   / full: median of per-step ratios {statistics.median(ratios):.3f}x '
+              f'(range {min(ratios):.2f}-{max(ratios):.2f})')
 
 
 if __name__ == '__main__':
