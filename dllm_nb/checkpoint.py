@@ -220,7 +220,7 @@ def restore_checkpoint(path: str | Path, model, optimizer, cfg=None, say: Callab
 RESUME_SAFE_KEYS = ('output_dir', 'train.resume', 'train.resume_strict', 'train.overwrite', 'train.log_every',
                     'train.eval_every', 'train.eval_batches', 'train.save_every', 'train.keep_last', 'train.tensorboard',
                     'train.max_bad_steps', 'train.dist_timeout_s', 'train.micro_batch_size', 'train.fsdp',
-                    'train.compile', 'data.num_proc', 'data.num_workers')
+                    'train.compile', 'train.full_logits', 'data.num_proc', 'data.num_workers')
 
 def config_changes(old, new) -> list[str]:
     "`key: old -> new` for every key (outside `RESUME_SAFE_KEYS` and other modes' sections) that differs between two configs."

@@ -96,6 +96,7 @@ class TrainConfig:
     max_bad_steps: int = 5                  # stop (exit 3) after this many consecutive NaN/inf steps (each one is skipped)
     fsdp: bool = True                       # with >1 process: FSDP2 sharding (True) or DDP replication (False)
     compile: bool = False                   # torch.compile the model (in place; checkpoints are unchanged)
+    full_logits: bool = False               # project every row to the vocabulary; default: only the rows a loss scores (07_models)
     dist_timeout_s: int = 600               # torchrun: seconds a collective may wait for another process before failing
 
     def grad_accum(self, world_size: int = 1) -> int:

@@ -42,7 +42,7 @@ def _check(logits: Tensor, target_ids: Tensor, **masks: Tensor):
             raise ValueError(f"{name} has shape {tuple(m.shape)} but target_ids is {tuple(target_ids.shape)}.")
 
 def token_ce(logits: Tensor, target_ids: Tensor, select: Tensor) -> Tensor:
-    "Per-token CE `[N]` (fp32 or fp64) of the `N` positions where `select` is set, in row-major order."
+    "Per-token CE `[N]` (fp32 or fp64) of the `N` positions where `select` is set, in row-major order (`logits`: a tensor or `RowLogits`)."
     sel = select.bool()
     x = logits[sel]                                                               # [N, V]
     if x.dtype not in (torch.float32, torch.float64): x = x.float()

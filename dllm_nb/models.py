@@ -25,9 +25,9 @@ from .lora import add_lora, load_lora, save_lora
 __all__ = ['ARCH_CONFIGS', 'ATTN_IMPLEMENTATIONS', 'TINY_SIZES', 'MaskLike', 'DLLM_CONFIG_NAME', 'DLLM_WEIGHTS_NAME',
            'tiny_config', 'build_backbone', 'autocast_context', 'add_mask_token', 'gguf_cache_dir', 'gguf_to_hf',
            'dense_to_block_mask', 'model_attention_mask', 'count_backbone_calls', 'mdlm_attention_mask',
-           'mdlm_mask_mod', 'mdlm_block_mask', 'DLLMOutput', 'DLLMWrapper', 'MaskedDiffusionLM', 'CausalLM',
-           'canvas_position_ids', 'SharedKVCache', 'embedding_scale', 'soft_embedding', 'SelfConditioning',
-           'shift_canvas_logits', 'EncoderState', 'BlockDiffusionLM']
+           'mdlm_mask_mod', 'mdlm_block_mask', 'DLLMOutput', 'RowLogits', 'row_head', 'hidden_as_logits', 'DLLMWrapper',
+           'MaskedDiffusionLM', 'CausalLM', 'canvas_position_ids', 'SharedKVCache', 'embedding_scale', 'soft_embedding',
+           'SelfConditioning', 'shift_canvas_logits', 'EncoderState', 'BlockDiffusionLM']
 
 # %% ../nbs/07_models.ipynb
 ARCH_CONFIGS = dict(llama=LlamaConfig, qwen2=Qwen2Config, qwen3=Qwen3Config)
@@ -187,6 +187,41 @@ class DLLMOutput:
     encoder_logits: Optional[Tensor] = None  # [B, S, V] block diffusion's encoder next-token logits (training, or when asked)
 
 # %% ../nbs/07_models.ipynb
+class RowLogits:
+    "Logits `[B, T, V]` kept as final hidden states `[B, T, H]` and the head: a bool-mask index projects only the rows it selects."
+    def __init__(self, hidden: Tensor, head: nn.Module): self.hidden, self.head = hidden, head
+    @property
+    def shape(self) -> torch.Size: return torch.Size((*self.hidden.shape[:-1], self.head.weight.shape[0]))
+    @property
+    def ndim(self) -> int: return self.hidden.ndim
+    @property
+    def device(self) -> torch.device: return self.hidden.device
+    def __getitem__(self, idx):
+        "`x[mask]` (bool `[B, T]`): the logits `[N, V]` of the selected rows; any other index (slices of rows): `RowLogits`."
+        if isinstance(idx, Tensor) and idx.dtype == torch.bool: return self.head(self.hidden[idx])
+        return RowLogits(self.hidden[idx], self.head)
+    def full(self) -> Tensor:
+        "Every row's logits `[B, T, V]` (what the backbone would have returned)."
+        return self.head(self.hidden)
+
+_SCALED_HEAD = ('final_logit_softcapping', 'logit_scale', 'logits_scaling')   # heads that are more than a projection
+
+def row_head(backbone: nn.Module) -> Optional[nn.Module]:
+    "The backbone's `lm_head` when its logits are exactly `lm_head(final hidden state)` row by row, else `None`."
+    head, text = getattr(backbone, 'lm_head', None), backbone.config.get_text_config()
+    if head is None or head is not backbone.get_output_embeddings() or getattr(head, 'weight', None) is None: return None
+    if any(getattr(text, k, None) not in (None, 1, 1.0) for k in _SCALED_HEAD): return None
+    return head
+
+@contextlib.contextmanager
+def hidden_as_logits(backbone: nn.Module, head: Optional[nn.Module]):
+    "Inside: `backbone(...).logits` are the final hidden states (`lm_head` swapped for an identity); `head=None`: unchanged."
+    if head is None: yield; return
+    backbone.lm_head = nn.Identity()
+    try: yield
+    finally: backbone.lm_head = head
+
+# %% ../nbs/07_models.ipynb
 class DLLMWrapper(nn.Module):
     "Shared plumbing: the backbone, its mask form, and save/load of backbone + extra modules + settings."
     _extra_modules: tuple = ()
@@ -198,6 +233,11 @@ class DLLMWrapper(nn.Module):
     def backbone_mask(self, mask: MaskLike) -> MaskLike:
         "`mask` (bool keep, `[B, 1, Q, K]`, or a BlockMask) in the form this backbone's attention takes."
         return model_attention_mask(mask, self.attn_implementation, self.backbone.dtype)
+    full_logits: bool = False        # the trainer sets it from train.full_logits: never defer the head
+
+    def lazy_head(self, lazy: bool) -> Optional[nn.Module]:
+        "The head a forward asked for `lazy` logits defers (`RowLogits`), or `None`: full logits."
+        return row_head(self.backbone) if lazy and not self.full_logits else None
 
     def save_pretrained(self, path: Union[str, Path]) -> None:
         "Write the backbone (loadable by `AutoModelForCausalLM.from_pretrained`), extra weights and settings to `path`."
@@ -253,14 +293,16 @@ class MaskedDiffusionLM(DLLMWrapper):
         keep = mdlm_attention_mask(attention_mask, T, self.supervise_padding, causal, device)
         return self.backbone_mask(keep.expand(B, 1, T, T))
 
-    def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None, causal: bool = False) -> DLLMOutput:
+    def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None, causal: bool = False,
+                lazy_head: bool = False) -> DLLMOutput:
         B, T = input_ids.shape
         mask = self._padding_mask(attention_mask, B, T, causal, input_ids.device)
         position_ids = torch.arange(T, device=input_ids.device).expand(B, T)
-        logits = self.backbone(input_ids=input_ids, attention_mask=mask, position_ids=position_ids, use_cache=False).logits
+        with hidden_as_logits(self.backbone, head := self.lazy_head(lazy_head)):
+            logits = self.backbone(input_ids=input_ids, attention_mask=mask, position_ids=position_ids, use_cache=False).logits
         if self.shift_logits and not causal:                    # a causal pass already reads token i+1 at position i
             logits = torch.cat([logits[:, :1], logits[:, :-1]], 1)   # Dream: token j is read at position j - 1
-        return DLLMOutput(logits)
+        return DLLMOutput(logits if head is None else RowLogits(logits, head))
 
 # %% ../nbs/07_models.ipynb
 class CausalLM(DLLMWrapper):
@@ -271,8 +313,10 @@ class CausalLM(DLLMWrapper):
 
     def settings(self) -> dict: return {}
 
-    def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None, **_) -> DLLMOutput:
-        return DLLMOutput(self.backbone(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits)
+    def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None, lazy_head: bool = False, **_) -> DLLMOutput:
+        with hidden_as_logits(self.backbone, head := self.lazy_head(lazy_head)):
+            logits = self.backbone(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
+        return DLLMOutput(logits if head is None else RowLogits(logits, head))
 
 # %% ../nbs/07_models.ipynb
 def canvas_position_ids(prefix_len: Tensor, canvas_len: int) -> Tensor:
@@ -432,20 +476,27 @@ def self_cond_input(self: BlockDiffusionLM, logits: Tensor, coins: Optional[Tens
 @patch
 def forward(self: BlockDiffusionLM, input_ids: Tensor, canvas_ids: Tensor, encoder_mask: MaskLike, decoder_mask: MaskLike,
             decoder_position_ids: Tensor, do_self_conditioning: Optional[Tensor] = None,
-            prev_logits: Optional[Tensor] = None, return_encoder_logits: Optional[bool] = None) -> DLLMOutput:
+            prev_logits: Optional[Tensor] = None, return_encoder_logits: Optional[bool] = None,
+            lazy_head: bool = False) -> DLLMOutput:
     _check_geometry(input_ids, canvas_ids, encoder_mask, decoder_mask, decoder_position_ids, do_self_conditioning)
     encoder_mask, decoder_mask = self.backbone_mask(encoder_mask), self.backbone_mask(decoder_mask)   # once: both decodes share it
     enc_logits = self.training if return_encoder_logits is None else return_encoder_logits
-    state = self.encode(input_ids, encoder_mask, return_logits=enc_logits or self.shift_logits)
-    args, sc = (state, canvas_ids, decoder_mask, decoder_position_ids), None
-    if self.self_conditioning and self.training:
-        with torch.no_grad(): first = self.canvas_logits(*args)     # pass 1: every step, whatever the coins
-        coins = do_self_conditioning
-        if coins is None: coins = torch.ones(len(input_ids), dtype=torch.bool, device=input_ids.device)
-        sc = self.self_cond_input(first, coins)
-    elif self.self_conditioning and prev_logits is not None:
-        sc = self.self_cond_input(prev_logits, do_self_conditioning)
-    return DLLMOutput(self.canvas_logits(*args, self_cond_embeds=sc), state.logits if enc_logits else None)
+    head = self.lazy_head(lazy_head)                 # deferred: the passes return hidden states, RowLogits projects rows
+    lazy = (lambda h: h) if head is None else (lambda h: RowLogits(h, head))
+    with hidden_as_logits(self.backbone, head):
+        state = self.encode(input_ids, encoder_mask, return_logits=enc_logits or self.shift_logits)
+        args, sc = (state, canvas_ids, decoder_mask, decoder_position_ids), None
+        if self.self_conditioning and self.training:
+            with torch.no_grad():                                        # pass 1: every step, whatever the coins
+                first = self.canvas_logits(*args)
+                if head is not None: first = head(first)                 # the soft embedding reads every row's logits
+            coins = do_self_conditioning
+            if coins is None: coins = torch.ones(len(input_ids), dtype=torch.bool, device=input_ids.device)
+            sc = self.self_cond_input(first, coins)
+        elif self.self_conditioning and prev_logits is not None:
+            sc = self.self_cond_input(prev_logits, do_self_conditioning)
+        canvas = self.canvas_logits(*args, self_cond_embeds=sc)
+    return DLLMOutput(lazy(canvas), lazy(state.logits) if enc_logits else None)
 
 # %% ../nbs/07_models.ipynb
 @patch

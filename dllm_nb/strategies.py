@@ -122,13 +122,13 @@ class MDLMStrategy:
 
     def causal_loss(self, model, b: Batch, counts: Counts) -> LossParts:
         "Next-token CE of the clean batch under causal attention (the warm-up loss and the co-loss)."
-        logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask, causal=True).logits
+        logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask, causal=True, lazy_head=True).logits
         return ar_loss(logits, b.input_ids, ar_pair_mask(b.attention_mask, b.loss_mask), counts.ar)
 
     def loss(self, model, stage: Batch | Noised, counts: Counts) -> LossParts:
         b, w = stage.batch, self.settings.ar_loss_weight
         if not isinstance(stage, Noised): return self.causal_loss(model, b, counts)
-        logits = model(input_ids=stage.noisy_ids, attention_mask=b.attention_mask).logits
+        logits = model(input_ids=stage.noisy_ids, attention_mask=b.attention_mask, lazy_head=True).logits
         parts = mdlm_loss(logits, b.input_ids, stage.noise_mask, b.loss_mask, stage.p_mask, counts.diffusion)
         if not w: return parts
         ar = self.causal_loss(model, b, counts).ar_loss                # keeps what the warm-up learned
@@ -257,7 +257,7 @@ class BlockDiffusionStrategy:
 
     def loss(self, model, stage: Windowed, counts: Counts) -> LossParts:
         w, b, wt = stage.window, stage.batch, self.settings.encoder_loss_weight
-        out = model(**stage.model_inputs(), return_encoder_logits=bool(wt))   # validation (eval mode) scores it too
+        out = model(**stage.model_inputs(), return_encoder_logits=bool(wt), lazy_head=True)   # validation (eval mode) scores it too
         return block_diffusion_loss(out.logits, w.target_ids, w.loss_mask, counts.diffusion,
                                     enc_logits=out.encoder_logits if wt else None, enc_input_ids=b.input_ids,
                                     enc_pair_mask=self.encoder_pairs(b), num_ar=counts.ar, encoder_loss_weight=wt)
@@ -281,7 +281,7 @@ class ARStrategy:
         return Counts(n, n)
 
     def loss(self, model, b: Batch, counts: Counts) -> LossParts:
-        logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask).logits
+        logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask, lazy_head=True).logits   # RowLogits (07_models)
         return ar_loss(logits, b.input_ids, ar_pair_mask(b.attention_mask, b.loss_mask), counts.ar)
 
 # %% ../nbs/08_strategies.ipynb

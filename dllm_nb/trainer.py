@@ -135,6 +135,7 @@ class Trainer:
         self.tokenizer, self.train_ds, self.val_ds = data or load_data(cfg)   # `load_data(cfg)`, or what it returned
         self.collator = build_collator(cfg, self.tokenizer)
         self.model, self.mask_token_id = build_model(cfg, self.tokenizer)
+        self.model.full_logits = cfg.train.full_logits                 # else losses project only the rows they score
         self.model.to(self.dist.device)
         self.vocab_size = self.model.config.vocab_size if hasattr(self.model, 'config') else len(self.tokenizer)
         self.strategy = build_strategy(cfg, self.tokenizer, self.mask_token_id, self.vocab_size)

@@ -157,3 +157,42 @@ def test_hybrid_sampler_is_lossless_wrt_its_ar_head(block_size, monkeypatch):
     monkeypatch.setattr(hybrid_mod, 'accepted_length', lambda d, v: len(d))   # control: accept without verifying
     if block_size > 1:
         assert generate_hybrid(m, prompts, 21, chat=False).sequences != ref.sequences, "the lossless check cannot fail"
+
+
+# ---------------------------------------------------------------- logits only on the rows a loss scores (07_models RowLogits)
+TINY_RUN = ['model.hidden_size=32', 'model.num_layers=1', 'model.num_heads=2', 'model.num_kv_heads=1', 'data.train_size=8',
+            'data.val_size=0', 'train.global_batch_size=4', 'train.micro_batch_size=4', 'train.warmup_steps=0',
+            'train.eval_every=0', 'train.save_every=0', 'train.max_steps=1']
+
+
+@pytest.mark.parametrize('over', [
+    ['dllm.mode=ar'],
+    ['dllm.mode=mdlm'],
+    ['dllm.mode=mdlm', 'mdlm.shift_logits=true'],
+    ['dllm.mode=mdlm', 'mdlm.ar_warmup_steps=5'],                               # the causal pass of the AR warm-up
+    ['dllm.mode=block_diffusion', 'block_diffusion.self_conditioning=true'],
+    ['dllm.mode=block_diffusion', 'block_diffusion.self_conditioning=false', 'block_diffusion.shift_logits=true',
+     'block_diffusion.corruption=random', 'block_diffusion.encoder_loss_weight=2.0'],
+], ids=['ar', 'mdlm', 'mdlm-shift', 'mdlm-ar-phase', 'bd-self-cond', 'bd-shift-encoder-loss'])
+def test_losses_project_only_the_rows_they_score(over, tmp_path):
+    "Loss and every gradient equal the full-logits path's, while the head sees only the supervised rows."
+    from dllm_nb.trainer import Trainer, step_denominators
+    tr = Trainer(load_config(None, TINY_RUN + [f'output_dir={tmp_path}', *over]), quiet=True)
+    model, strategy = tr.model.train(), tr.strategy
+    stages = [strategy.prepare(tr.micro_batch(m)) for m in tr.sampler.micro_batches(0)]
+    counts = step_denominators(strategy, stages)
+    rows = []
+    hook = model.backbone.lm_head.register_forward_hook(lambda m, a, o: rows.append(a[0].reshape(-1, a[0].shape[-1]).shape[0]))
+    res = {}
+    for full in (True, False):
+        model.full_logits, rows[:] = full, []
+        torch.manual_seed(0)
+        loss = sum(strategy.loss(model, st, counts).loss for st in stages)
+        model.zero_grad(); loss.backward()
+        res[full] = (loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}, sum(rows))
+    hook.remove()
+    (l_full, g_full, r_full), (l_lazy, g_lazy, r_lazy) = res[True], res[False]
+    torch.testing.assert_close(l_lazy, l_full, rtol=1e-5, atol=1e-6)
+    assert g_lazy.keys() == g_full.keys() and g_full
+    for n in g_full: torch.testing.assert_close(g_lazy[n], g_full[n], rtol=1e-4, atol=1e-6, msg=n)
+    assert r_lazy < r_full, (r_lazy, r_full)                 # the head projected fewer rows
