@@ -13,7 +13,8 @@ from .sampling import GenerationOutput, Prompts, encode_prompts, model_device, r
 from .masks import MaskMod, bd3_mask_mod, chunked_block_mask, dense_mask
 from .loss import token_ce
 from .mdlm import masked_backbone
-from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, DLLMWrapper, mdlm_attention_mask, mdlm_block_mask
+from .models import (
+    ATTN_IMPLEMENTATIONS, DLLMOutput, DLLMWrapper, RowLogits, hidden_as_logits, mdlm_attention_mask, mdlm_block_mask)
 from .registry import Mode, register_mode
 from .strategies import HybridSettings, HybridStrategy
 
@@ -81,7 +82,8 @@ class HybridDiffusionLM(DLLMWrapper):
         if self.attn_implementation == 'flex_attention': return hybrid_block_mask(L, self.block_size, attention_mask, self.mask_mod)
         return self.backbone_mask(hybrid_mask(L, self.block_size, attention_mask, self.mask_mod))
 
-    def forward(self, input_ids: Tensor, *, masked_indices: Tensor, attention_mask: Optional[Tensor] = None) -> HybridOutput:
+    def forward(self, input_ids: Tensor, *, masked_indices: Tensor, attention_mask: Optional[Tensor] = None,
+                lazy_head: bool = False) -> HybridOutput:
         "Clean `input_ids [B, L]` + the `masked_indices [B, L]` sidecar; the noisy copy is built here (the reference's contract)."
         B, L = input_ids.shape
         if tuple(masked_indices.shape) != (B, L):
@@ -89,8 +91,10 @@ class HybridDiffusionLM(DLLMWrapper):
         am = torch.ones_like(input_ids) if attention_mask is None else attention_mask
         xt = torch.where(masked_indices.bool(), self.mask_token_id, input_ids)
         pos = torch.arange(L, device=input_ids.device).repeat(2).expand(B, 2 * L)
-        out = self.backbone(input_ids=torch.cat([xt, input_ids], 1), attention_mask=self.two_copy_mask(L, am),
-                            position_ids=pos, use_cache=False).logits
+        with hidden_as_logits(self.backbone, head := self.lazy_head(lazy_head)):   # RowLogits: the loss projects its rows
+            out = self.backbone(input_ids=torch.cat([xt, input_ids], 1), attention_mask=self.two_copy_mask(L, am),
+                                position_ids=pos, use_cache=False).logits
+        if head is not None: out = RowLogits(out, head)
         return HybridOutput(out[:, :L], causal_logits=out[:, L:])
 
     def causal_logits(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None) -> Tensor:

@@ -177,7 +177,7 @@ class HybridStrategy:
     def loss(self, model, stage: Noised, counts: Counts) -> LossParts:
         "One pass of the hybrid model (`08c_hybrid`): clean tokens + the `masked_indices` sidecar in, both logits out."
         b = stage.batch
-        out = model(input_ids=b.input_ids, masked_indices=stage.noise_mask, attention_mask=b.attention_mask)
+        out = model(input_ids=b.input_ids, masked_indices=stage.noise_mask, attention_mask=b.attention_mask, lazy_head=True)
         return hybrid_loss(out.logits, b.input_ids, stage.noise_mask, b.loss_mask, stage.p_mask, counts.diffusion, counts.ar,
                            self.settings.diffusion_weight, ar_logits=out.causal_logits)
 
