@@ -15,7 +15,7 @@ from .sampling import (GenerationOutput, KVBuffer, Prompts, cut_at_eos, model_de
                               right_pad, row_seeds)
 from .loss import LossParts, count_tokens, token_ce
 from .masks import MaskMod, bd3_mask_mod, chunked_block_mask, dense_mask
-from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, DLLMWrapper, model_attention_mask
+from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, DLLMWrapper, RowLogits, hidden_as_logits, model_attention_mask
 from .stages import Batch, Counts, Noised, Stage
 from .mdlm import masked_backbone
 from .registry import RUNTIME, Mode, register_mode, section_values
@@ -75,7 +75,7 @@ class IntrospectiveDiffusionLM(DLLMWrapper):
     def settings(self) -> dict: return dict(block_size=self.block_size)
 
     def forward(self, input_ids: Tensor, noisy_input_ids: Tensor, attention_mask: Optional[Tensor] = None,
-                block_size: Optional[int] = None) -> DLLMOutput:
+                block_size: Optional[int] = None, lazy_head: bool = False) -> DLLMOutput:
         B, L = input_ids.shape
         if tuple(noisy_input_ids.shape) != (B, L):
             raise ValueError(f"noisy_input_ids {tuple(noisy_input_ids.shape)} must match input_ids {(B, L)}.")
@@ -84,8 +84,10 @@ class IntrospectiveDiffusionLM(DLLMWrapper):
         mask = (idlm_block_mask(L, bs, am) if self.attn_implementation == 'flex_attention'
                 else self.backbone_mask(idlm_mask(L, bs, am)))
         pos = torch.arange(L, device=input_ids.device).repeat(2).expand(B, 2 * L)
-        return DLLMOutput(self.backbone(input_ids=torch.cat([noisy_input_ids, input_ids], 1), attention_mask=mask,
-                                        position_ids=pos, use_cache=False).logits)
+        with hidden_as_logits(self.backbone, head := self.lazy_head(lazy_head)):   # RowLogits: the loss projects its rows
+            out = self.backbone(input_ids=torch.cat([noisy_input_ids, input_ids], 1), attention_mask=mask,
+                                position_ids=pos, use_cache=False).logits
+        return DLLMOutput(out if head is None else RowLogits(out, head))
 
 # %% ../nbs/08b_idlm.ipynb
 def idlm_targets(loss_mask: Tensor, attention_mask: Optional[Tensor] = None) -> Tensor:
@@ -159,7 +161,7 @@ class IDLMStrategy:
     def loss(self, model, stage: IDLMInput, counts: Counts) -> LossParts:
         b, s = stage.batch, self.settings
         logits = model(input_ids=b.input_ids, noisy_input_ids=stage.noised.noisy_ids, attention_mask=b.attention_mask,
-                       block_size=s.block_size).logits
+                       block_size=s.block_size, lazy_head=True).logits
         return idlm_loss(logits, b.input_ids, stage.targets, counts.diffusion, s.clean_loss_weight, s.auto_balance)
 
 # %% ../nbs/08b_idlm.ipynb
