@@ -12,7 +12,9 @@ and schedule, so every row sees the same examples:
   * `bd`      - `configs/smollm2_adapt.yaml`: block diffusion adapted from the AR weights (shifted logits, random-token
                 noise, the encoder's next-token loss on the response counted twice), full fine-tune;
   * `bd_lora` - the same recipe with LoRA (`model.lora.rank=16`, every attention and MLP projection) at lr 5e-4
-                (adapters want a larger step than a full fine-tune).
+                (adapters want a larger step than a full fine-tune);
+  * `bd_lora_attn` - LoRA r=16 on the attention projections only (q, k, v, o: the original LoRA placement), lr 5e-4;
+                its backward skips the MLP weights' gradients and adapters, so a step costs less than `bd_lora`'s.
 Each run is `python -m dllm_nb.train` in its own process (OMP_NUM_THREADS=1), reused when `runs/adapt/<row>/final`
 exists. Columns:
   * steps, train CPU s/step (median of the run's logged per-step process CPU time, `cpu_s` in metrics.jsonl), CPU
@@ -65,7 +67,9 @@ VERIFY_ABLATION = {    # variant: (run folder under --runs, overrides of smollm2
 }
 ROWS = {'ar': ('AR SFT (full)', 'smollm2_ar.yaml', []),
         'bd': ('block diffusion (full)', 'smollm2_adapt.yaml', []),
-        'bd_lora': ('block diffusion (LoRA r=16)', 'smollm2_adapt.yaml', ['model.lora.rank=16', 'train.lr=5e-4'])}
+        'bd_lora': ('block diffusion (LoRA r=16)', 'smollm2_adapt.yaml', ['model.lora.rank=16', 'train.lr=5e-4']),
+        'bd_lora_attn': ('block diffusion (LoRA r=16, attention)', 'smollm2_adapt.yaml',
+                         ['model.lora.rank=16', 'train.lr=5e-4', 'model.lora.target_modules=q_proj,k_proj,v_proj,o_proj'])}
 
 
 def train(row: str, gguf: str, runs: Path, retrain: bool, extra: list, spec=None) -> dict:
