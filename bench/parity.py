@@ -4,6 +4,9 @@ Trains a tiny model for a few steps in every mode (ar, mdlm, hybrid, block_diffu
 AR co-loss, the same under bf16 autocast, idlm, dflash against a saved tiny target), single process, and prints per
 mode the exact loss of every step (float.hex) and a hash of the final weights. Run it before and after a change that must not move behaviour and diff
 the two outputs: any difference in data order, noise, masks, loss maths or optimiser shows up as a different line.
+Extra overrides for every mode go after `--set`. Against a checkout from before the losses projected only the rows they
+score (da530cc), compare with `--set train.full_logits=true`: that is bit-identical to the old code, while the default
+(the head on the scored rows only) rounds the last bit of some losses and gradient norms differently (a smaller GEMM).
 """
 import argparse, hashlib, json, os, sys, tempfile
 from pathlib import Path
@@ -50,8 +53,8 @@ def weights_hash(model) -> str:
     return h.hexdigest()[:16]
 
 
-def fingerprint(mode: str, steps: int, tmp: Path) -> dict:
-    over = TINY + MODES[mode] + [f'train.max_steps={steps}', f'output_dir={tmp / mode}']
+def fingerprint(mode: str, steps: int, tmp: Path, extra=()) -> dict:
+    over = TINY + MODES[mode] + [*extra, f'train.max_steps={steps}', f'output_dir={tmp / mode}']
     if mode == 'dflash': over.append(f'dflash.target={tmp / "target"}')
     tr = Trainer(load_config(None, over), quiet=True)
     recs = tr.fit()
@@ -65,11 +68,12 @@ if __name__ == '__main__':
     ap.add_argument('--steps', type=int, default=12)
     ap.add_argument('--modes', nargs='*', default=list(MODES))
     ap.add_argument('--json', help='write the fingerprints to this file as well')
+    ap.add_argument('--set', nargs='*', default=[], metavar='KEY=VALUE', help='config overrides for every mode')
     a = ap.parse_args()
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d); make_target(tmp / 'target')
-        out = [fingerprint(m, a.steps, tmp) for m in a.modes]
+        out = [fingerprint(m, a.steps, tmp, a.set) for m in a.modes]
     for f in out:
         print(f"== {f['mode']}: weights {f['weights']}")
         for i, s in enumerate(f['steps']): print(f'  {i:3d} {s}')
