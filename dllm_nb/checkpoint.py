@@ -4,7 +4,7 @@
 
 # %% ../nbs/09c_checkpoint.ipynb 2
 from __future__ import annotations
-import dataclasses, fcntl, importlib.util, json, os, pickle, re, shutil, socket, sys, time, warnings
+import dataclasses, errno, fcntl, importlib.util, json, os, pickle, re, shutil, socket, sys, time, warnings
 from pathlib import Path
 from typing import Callable
 import torch
@@ -54,6 +54,22 @@ def _root(e: BaseException) -> BaseException:
     fails = getattr(e, 'failures', None)
     if fails: e = next(iter(fails.values())); e = e[0] if isinstance(e, tuple) else e
     return e
+
+_SHORT_WRITE = re.compile(r'unexpected pos|failed writing|write failed')   # torch's zip writer after a short write
+
+def _write_failure(e: BaseException, folder: Path) -> OSError | None:
+    """The OS error behind a failed checkpoint write, or None if `e` is not one. On a full disk torch's zip writer loses
+    the errno (`RuntimeError: ... unexpected pos 704 vs 598`), so a 1 MiB probe write into `folder`, made before the
+    half-written checkpoint is removed, names it (ENOSPC, EFBIG, ...); if the probe succeeds, EIO with torch's words."""
+    err = _root(e)
+    if isinstance(err, OSError): return err
+    if not isinstance(err, RuntimeError) or not _SHORT_WRITE.search(str(err)): return None
+    probe = Path(folder) / '.write-probe'
+    try:
+        with open(probe, 'wb') as f: f.write(bytes(2**20)); f.flush(); os.fsync(f.fileno())
+    except OSError as p: return OSError(p.errno, p.strerror)           # the checkpoint's path is named by the caller
+    finally: probe.unlink(missing_ok=True)
+    return OSError(errno.EIO, f"write failed ({str(err).strip().splitlines()[0][:120]})")
 
 def _split_tensors(tree) -> tuple[object, dict]:
     "`tree` as JSON values with each tensor replaced by `{'__tensor__': key}`, and those tensors by key."
@@ -158,8 +174,9 @@ def save_checkpoint(run_dir: str | Path, step: int, model, optimizer, trainer_st
         barrier()
         if is_main: write_trainer_state(tmp, trainer_state)
     except BaseException as e:                                          # disk full, file-size limit, read-only: no half folder
+        err = _write_failure(e, tmp if tmp.is_dir() else run_dir)       # probed while the half folder still fills the disk
         shutil.rmtree(tmp, ignore_errors=True)
-        if not isinstance(err := _root(e), OSError): raise
+        if err is None: raise
         raise OSError(err.errno, err.strerror, err.filename or str(final)) from None   # name the checkpoint being written
     if is_main:
         shutil.rmtree(final, ignore_errors=True)
