@@ -251,8 +251,15 @@ def curve(out: Path, examples, max_new) -> list:
     return points
 
 
-def curve_points(out: Path, examples, max_new) -> list:
+def load_weights(model, ck: Path) -> None:
+    "The weights of a run's `ckpt-NNNNNNN/` into `model` (built like that run: its final/, or from its config)."
     import torch.distributed.checkpoint as dcp
+    sd = {'model': model.state_dict()}
+    dcp.load(sd, checkpoint_id=str(ck))
+    model.load_state_dict(sd['model'])
+
+
+def curve_points(out: Path, examples, max_new) -> list:
     from dllm_nb.generate import load_checkpoint
     model, tok = load_checkpoint(out / 'final', 'cpu')
     smp = samplers_for(model, tok, [])
@@ -260,9 +267,7 @@ def curve_points(out: Path, examples, max_new) -> list:
     bs = __import__('yaml').safe_load((out / 'config.yaml').read_text())['train']['global_batch_size']
     points = []
     for ck in sorted(out.glob('ckpt-*')):
-        sd = {'model': model.state_dict()}
-        dcp.load(sd, checkpoint_id=str(ck))
-        model.load_state_dict(sd['model'])
+        load_weights(model, ck)
         outs = [fn(encode(tok, examples[i:i + 16]), max_new, list(range(i, min(i + 16, len(examples))))) for i in range(0, len(examples), 16)]
         seqs, acc = [s for o in outs for s in o.sequences], [a for o in outs for a in getattr(o, 'accepted', [0])]
         points.append((int(ck.name.split('-')[1]) * bs, statistics.mean(score(tok, e, s) for e, s in zip(examples, seqs)),
@@ -324,15 +329,13 @@ def ablation(args, gguf: str, runs: Path, steps: int, examples, max_new) -> list
 
 def checkpoint_exact(run: Path, ck: Path, examples, max_new) -> dict:
     "Exact match per task of a training checkpoint (the run's config rebuilds the model), one token per step."
-    import torch.distributed.checkpoint as dcp
     from dllm_nb.config import saved_config
     from dllm_nb.data import load_tokenizer
     from dllm_nb.modes import build_model
     cfg = saved_config(run / 'config.yaml')
     tok = load_tokenizer(cfg.model.tokenizer or cfg.model.path)
     model = build_model(cfg, tok, verbose=False)[0].eval()
-    sd = {'model': model.state_dict()}
-    dcp.load(sd, checkpoint_id=str(ck)); model.load_state_dict(sd['model'])
+    load_weights(model, ck)
     _, (fn, _) = next(iter(samplers_for(model, tok, []).items()))
     seqs = [s for i in range(0, len(examples), 16) for s in fn(encode(tok, examples[i:i + 16]), max_new, list(range(i, min(i + 16, len(examples))))).sequences]
     return {t: statistics.mean(score(tok, e, s) for e, s in zip(examples, seqs) if e['task'] == t) for t in TASKS}
@@ -359,18 +362,14 @@ def verify_ablation(args, gguf: str, runs: Path, examples, max_new) -> list:
 def words_table(runs: Path, rows, examples, max_new, args) -> dict:
     """Word-reversal exact match by the prompt's word count at every saved checkpoint and final/ of each row, greedy (AR
     `generate`, or the bd encoder's own greedy decoding: what the verified sampler outputs), in `--dtype`."""
-    import torch.distributed.checkpoint as dcp
     from dllm_nb.generate import load_checkpoint
     rev = [ex for ex in examples if ex['task'] == 'reverse']
     words = lambda ex: len(ex['messages'][0]['content'].split(':')[-1].split())
     table = {}
     for r in rows:
         for ck in [*sorted((runs / r).glob('ckpt-*')), runs / r / 'final']:
-            model, tok = load_checkpoint(runs / r / 'final', 'cpu')        # fp32, as the checkpoints hold it
-            if ck.name != 'final':
-                sd = {'model': model.state_dict()}
-                dcp.load(sd, checkpoint_id=str(ck))
-                model.load_state_dict(sd['model'])
+            model, tok = load_checkpoint(runs / r / 'final', 'cpu')        # fp32, as the checkpoints hold it (cast below)
+            if ck.name != 'final': load_weights(model, ck)
             smp = samplers_for(model.to(getattr(torch, args.dtype)), tok, [])
             fn = (smp.get(f'b={getattr(model, "block_size", None)}, no drafts {REFERENCE}') or next(iter(smp.values())))[0]
             seqs = [s for i in range(0, len(rev), 16) for s in fn(encode(tok, rev[i:i + 16]), max_new, list(range(i, min(i + 16, len(rev))))).sequences]
