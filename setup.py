@@ -51,7 +51,7 @@ setup(
     packages=find_packages(include=['dllm_nb']) + ['dllm_nb.assets', 'dllm_nb.assets.tokenizer', 'dllm_nb.assets.prompts', 'dllm_nb.configs'],
     package_dir={'dllm_nb.configs': 'configs'},
     include_package_data=True,
-    package_data={'dllm_nb.assets.tokenizer': ['*'], 'dllm_nb.assets.prompts': ['*.jsonl'], 'dllm_nb.configs': ['*.yaml']},
+    package_data={'dllm_nb.assets.tokenizer': ['*'], 'dllm_nb.assets.prompts': ['*.jsonl', '*.jsonl.gz'], 'dllm_nb.configs': ['*.yaml']},
     install_requires=requirements,
     extras_require={'dev': dev_requirements, 'gguf': gguf_requirements, 'tensorboard': ['tensorboard>=2.14'],
                     'lora': ['peft>=0.13'],    # model.lora.rank > 0, and loading a LoRA final/

@@ -4,7 +4,7 @@
 
 # %% ../nbs/15_dflash.ipynb 2
 from __future__ import annotations
-import json
+import contextlib, json
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -25,13 +25,13 @@ from fastcore.imports import IN_NOTEBOOK
 
 # %% auto 0
 __all__ = ['ANCHOR_SAMPLING', 'MASKED', 'DRAFTER_CONFIG', 'DRAFTER_WEIGHTS', 'WEIGHT_QUANTUM', 'DFLASH', 'PROMPT_SET',
-           'EXTRA_PROMPTS', 'anchor_candidates', 'sample_anchors', 'Blocks', 'make_blocks', 'dflash_mask_mod',
-           'dflash_mask', 'dflash_block_mask', 'DrafterConfig', 'default_layer_ids', 'default_gamma', 'rope',
-           'DrafterLayer', 'DFlashDrafter', 'target_features', 'load_target', 'decay_weights', 'quantized_weights',
-           'block_weights', 'dflash_loss', 'Anchored', 'DFlashSettings', 'DFlashStrategy', 'draft_vocab',
-           'target_rope_theta', 'init_from_target', 'build_dflash_model', 'SpecOutput', 'draft_block',
-           'speculative_generate', 'target_greedy', 'speculative_cli', 'prompt_set', 'read_prompts', 'self_distill',
-           'main']
+           'EXTRA_PROMPTS', 'MORE_PROMPTS', 'anchor_candidates', 'sample_anchors', 'Blocks', 'make_blocks',
+           'dflash_mask_mod', 'dflash_mask', 'dflash_block_mask', 'DrafterConfig', 'default_layer_ids', 'default_gamma',
+           'rope', 'DrafterLayer', 'DFlashDrafter', 'target_features', 'load_target', 'decay_weights',
+           'quantized_weights', 'block_weights', 'dflash_loss', 'Anchored', 'DFlashSettings', 'DFlashStrategy',
+           'draft_vocab', 'warm_feature_cache', 'target_rope_theta', 'init_from_target', 'build_dflash_model',
+           'SpecOutput', 'draft_block', 'speculative_generate', 'replay_acceptance', 'target_greedy', 'speculative_cli',
+           'prompt_set', 'read_prompts', 'self_distill', 'main']
 
 # %% ../nbs/15_dflash.ipynb
 ANCHOR_SAMPLING = ('independent', 'non_overlapping')
@@ -139,6 +139,7 @@ class DrafterConfig:
     target_dtype: str = 'float32'         # dtype the target is loaded in
     target_info: dict = field(default_factory=dict)  # the target's model_type / sizes, checked when it is re-attached
     draft_vocab_size: int = 0             # 0: drafts over the whole vocabulary; K: over `vocab_ids` (saved buffer) only
+    fuse_context: bool = False            # also feed the target's state just before the anchor into every block position
 
 # %% ../nbs/15_dflash.ipynb
 def default_layer_ids(num_target_layers: int, n: int = 3) -> tuple[int, ...]:
@@ -195,9 +196,11 @@ class DFlashDrafter(nn.Module):
         self.ctx_norm, self.norm = nn.RMSNorm(H, eps=c.rms_eps), nn.RMSNorm(H, eps=c.rms_eps)
         self.mask_embed = nn.Parameter(torch.randn(H) * 0.02)
         self.layers = nn.ModuleList(DrafterLayer(c) for _ in range(c.num_layers))
+        if c.fuse_context: self.fuse = nn.Linear(2 * H, H, bias=False)    # [block input ; context state before the anchor] -> H
         if c.draft_vocab_size:                 # the token ids the drafter may propose (its head = these rows of the target's)
             self.register_buffer('vocab_ids', torch.arange(c.draft_vocab_size))
         self._target, self._head, self.feature_cache = [], None, None  # feature_cache: {row tokens: features}, or None
+        self.feature_dtype = None              # training only: e.g. torch.bfloat16 = the target's features under autocast
         if target is not None: self.attach(target)
 
     @property
@@ -260,8 +263,10 @@ def target_features(drafter, out) -> Tensor:
 # %% ../nbs/15_dflash.ipynb
 @patch
 def context_features(self: DFlashDrafter, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
-    """The frozen target's features `[B, T, len(layer_ids) * H]` (no grad). With `feature_cache` (a dict) each row's
-    features at its attended positions are kept under the row's tokens: a row seen before costs no target pass."""
+    """The frozen target's features `[B, T, len(layer_ids) * H]` (no grad), from its decoder alone (no LM head: the head
+    of a 49k-token vocabulary was 30 % of SmolLM2's pass), under bf16 autocast when `feature_dtype` is set. With
+    `feature_cache` (a dict) each row's features at its attended positions are kept under the row's tokens: a row seen
+    before costs no target pass."""
     keys = None
     if self.feature_cache is not None:
         am = attention_mask.bool()
@@ -271,11 +276,13 @@ def context_features(self: DFlashDrafter, input_ids: Tensor, attention_mask: Ten
             out = torch.zeros(*input_ids.shape, F_, device=input_ids.device, dtype=self.fc.weight.dtype)
             for b, k in enumerate(keys): out[b, am[b]] = self.feature_cache[k].to(out.device, out.dtype)
             return out
-    with torch.no_grad():
-        out = self.target(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True, use_cache=False)
+    body = self.target.get_decoder() if hasattr(self.target, 'get_decoder') else self.target
+    cast = torch.autocast(input_ids.device.type, self.feature_dtype) if self.feature_dtype else contextlib.nullcontext()
+    with torch.no_grad(), cast:
+        out = body(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True, use_cache=False)
         feats = target_features(self, out)
     if keys is not None:
-        for b, k in enumerate(keys): self.feature_cache[k] = feats[b, am[b]].clone()
+        for b, k in enumerate(keys): self.feature_cache[k] = feats[b, am[b]].to(self.feature_dtype or feats.dtype)   # bf16: half the memory
     return feats
 
 @patch
@@ -287,14 +294,23 @@ def project(self: DFlashDrafter, feats: Tensor) -> Tensor:
 @patch
 def forward(self: DFlashDrafter, block_ids: Tensor, position_ids: Tensor, mask, ctx: Optional[Tensor] = None,
             ctx_position_ids: Optional[Tensor] = None, input_ids: Optional[Tensor] = None,
-            attention_mask: Optional[Tensor] = None) -> Tensor:
+            attention_mask: Optional[Tensor] = None, last_ctx: Optional[Tensor] = None) -> Tensor:
     """Logits `[B, Q, V]` of the blocks `block_ids [B, Q]` under `mask` (dense `[B, 1, Q, T + Q]` or a `BlockMask`).
     The context is `ctx` (projected target features `[B, T, H]`), or computed here by running the frozen target on
-    the clean `input_ids` (training)."""
-    if ctx is None:
+    the clean `input_ids` (training). With `fuse_context`, `last_ctx [B, Q]` is the `ctx` column of the position just
+    before each query's anchor (default, when `ctx` is computed here: anchor position - 1, the block's offsets being
+    `0..block_size-1` in order)."""
+    computed = ctx is None
+    if computed:
         ctx = self.project(self.context_features(input_ids, attention_mask))
         ctx_position_ids = torch.arange(input_ids.shape[1], device=input_ids.device)[None].expand(len(input_ids), -1)
     h = self.embed(block_ids)
+    if self.config.fuse_context:
+        if last_ctx is None:
+            if not computed: raise ValueError("a fuse_context drafter given `ctx` needs `last_ctx` (the ctx column before each anchor)")
+            off = torch.arange(h.shape[1], device=h.device) % self.config.block_size
+            last_ctx = (position_ids - off - 1).clamp_min(0)
+        h = self.fuse(torch.cat([h, ctx.gather(1, last_ctx[..., None].expand(-1, -1, ctx.shape[-1]))], -1))
     for layer in self.layers: h = layer(h, ctx, position_ids, ctx_position_ids, mask)
     W = self.head_weight()
     return F.linear(self.norm(h).to(W.dtype), W)     # [B, Q, V] or [B, Q, draft_vocab_size]
@@ -384,6 +400,9 @@ class DFlashSettings:
     anchor_sampling: Literal['independent', 'non_overlapping'] = 'independent'  # how anchors are drawn per row
     draft_vocab_size: int = 0               # 0 = the target's whole vocabulary; K = the K most frequent training tokens (smaller head)
     cache_target_features: bool = False     # keep each training row's target features in memory (the target runs once per row)
+    train_feature_dtype: Literal['float32', 'bfloat16'] = 'float32'  # training features under bf16 autocast (~2x faster on CPUs with bf16 units; decoding keeps target_dtype)
+    feature_file: Optional[str] = None      # with cache_target_features: the cache on disk (written by the first run, reused by later ones)
+    fuse_context: bool = False              # feed the target's state before the anchor into every block input (EAGLE-style)
     init_from_target: bool = False          # drafter layers start as copies of the target's last layers (else random)
     @classmethod
     def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict:
@@ -398,6 +417,8 @@ class DFlashSettings:
         if self.anchor_sampling not in ANCHOR_SAMPLING: p.append(f"anchor_sampling={self.anchor_sampling!r}; use one of {ANCHOR_SAMPLING}")
         if self.init_from_target and (self.num_heads or self.intermediate_size):
             p.append("dflash.init_from_target=true copies target layers, so the drafter keeps the target's num_heads and intermediate_size (leave both null)")
+        if self.feature_file and not self.cache_target_features:
+            p.append(f"dflash.feature_file={self.feature_file} keeps the feature cache on disk: set dflash.cache_target_features=true too")
         if cfg is None: return p
         if not self.target: p.insert(0, "dllm.mode=dflash needs dflash.target=<causal LM checkpoint dir, hub id or .gguf>")
         if cfg.model.lora.rank: p.append(f"model.lora.rank={cfg.model.lora.rank}: dflash trains a small drafter from scratch (its target is frozen), so LoRA does not apply; set model.lora.rank=0")
@@ -440,6 +461,38 @@ def draft_vocab(token_rows, k: int, vocab_rows: int, always: Sequence[int] = ())
     seen = set(picked)
     picked += [t for t in range(vocab_rows) if t not in seen][:k - len(picked)]
     return torch.tensor(sorted(picked), dtype=torch.long)
+
+# %% ../nbs/15_dflash.ipynb
+def _feature_meta(drafter: DFlashDrafter) -> dict:
+    "What a feature file must agree on with the drafter that reads it."
+    c = drafter.config
+    return dict(target=c.target, target_info=c.target_info, layer_ids=list(c.layer_ids), dtype=str(drafter.feature_dtype or c.target_dtype))
+
+def warm_feature_cache(drafter: DFlashDrafter, token_rows, batch_size: int = 16, path=None, progress: bool = True) -> int:
+    """Fill `drafter.feature_cache` with the target's features of every row of `token_rows` (lists of token ids): rows
+    from the feature file `path` when it exists (written for the same target, layers and dtype, else ValueError), the
+    rest computed here in batches of rows sorted by length; `path` is (re)written when rows were added. Returns how
+    many rows were computed. Every rank of a multi-process run computes its own copy."""
+    from tqdm.auto import tqdm
+    if drafter.feature_cache is None: drafter.feature_cache = {}
+    cache, meta = drafter.feature_cache, _feature_meta(drafter)
+    if path is not None and Path(path).exists():
+        saved = torch.load(path, map_location='cpu', weights_only=True)
+        diff = {k: (saved['meta'].get(k), v) for k, v in meta.items() if saved['meta'].get(k) != v}
+        if diff: raise ValueError(f"feature file {path} was written for other settings ({', '.join(f'{k}: file {a!r}, run {b!r}' for k, (a, b) in diff.items())}): "
+                                  "delete it, or set dflash.feature_file to a new path")
+        cache.update({tuple(k): f for k, f in zip(saved['keys'], saved['feats'])})
+    todo = sorted({tuple(r) for r in token_rows} - cache.keys(), key=len)
+    dev = next(drafter.parameters()).device
+    for s in tqdm(range(0, len(todo), batch_size), desc='target features', unit='batch', disable=not progress or not todo):
+        rows = todo[s:s + batch_size]
+        ids = torch.zeros(len(rows), len(rows[-1]), dtype=torch.long, device=dev); am = torch.zeros_like(ids)
+        for b, r in enumerate(rows): ids[b, :len(r)], am[b, :len(r)] = torch.tensor(r, device=dev), 1
+        drafter.context_features(ids, am)                        # a cache miss: runs the target, keeps each row's features
+    if path is not None and todo:
+        tmp = Path(f"{path}.tmp"); Path(path).parent.mkdir(parents=True, exist_ok=True)
+        torch.save(dict(meta=meta, keys=[list(k) for k in cache], feats=list(cache.values())), tmp); tmp.replace(path)
+    return len(todo)
 
 # %% ../nbs/15_dflash.ipynb
 def target_rope_theta(tc) -> float:
@@ -493,16 +546,18 @@ def build_dflash_model(cfg, tokenizer) -> tuple[DFlashDrafter, None]:
                       num_layers=x.num_layers, num_heads=x.num_heads or tc.num_attention_heads,
                       intermediate_size=x.intermediate_size or tc.intermediate_size, block_size=x.block_size,
                       vocab_size=tc.vocab_size, target=target_id, target_dtype=x.target_dtype,
-                      target_info=_target_info(tc), draft_vocab_size=x.draft_vocab_size)
+                      target_info=_target_info(tc), draft_vocab_size=x.draft_vocab_size, fuse_context=x.fuse_context)
     if x.init_from_target: c.rope_theta = target_rope_theta(tc)   # the copied layers' rotary base
     drafter = DFlashDrafter(c, target)
     if x.init_from_target: init_from_target(drafter, target)
-    if x.draft_vocab_size:                 # the most frequent tokens of the training data (+ EOS)
-        from dllm_nb.data import load_sft_dataset
-        ds = load_sft_dataset(cfg.data.dataset, 'train', tokenizer, max_len=cfg.data.max_len, overlong=cfg.data.overlong)
-        drafter.vocab_ids.copy_(draft_vocab(ds['input_ids'], x.draft_vocab_size, target.get_output_embeddings().weight.shape[0],
+    if x.draft_vocab_size or x.cache_target_features:                  # the rows the trainer will use (train, validation)
+        from dllm_nb.trainer import load_datasets
+        train, val = load_datasets(cfg, tokenizer)
+    if x.draft_vocab_size:                 # the most frequent tokens of the training rows (+ EOS)
+        drafter.vocab_ids.copy_(draft_vocab(train['input_ids'], x.draft_vocab_size, target.get_output_embeddings().weight.shape[0],
                                             [t for t in (tokenizer.eos_token_id,) if t is not None]))
-    if x.cache_target_features: drafter.feature_cache = {}
+    if x.train_feature_dtype == 'bfloat16' and x.target_dtype == 'float32': drafter.feature_dtype = torch.bfloat16
+    if x.cache_target_features: warm_feature_cache(drafter, [*train['input_ids'], *(val['input_ids'] if val is not None else [])], path=x.feature_file)
     return drafter, None
 
 # %% ../nbs/15_dflash.ipynb
@@ -544,7 +599,9 @@ def draft_block(drafter: DFlashDrafter, anchor: Tensor, pos: Tensor, ctx: Tensor
     ids = torch.full((B, bs), MASKED, dtype=torch.long, device=anchor.device)
     ids[:, 0] = anchor
     mask = dflash_mask(torch.full((B, 1), ctx.shape[1], device=anchor.device), ctx_valid, bs)
-    logits = drafter(ids, pos[:, None] + torch.arange(bs, device=pos.device), mask, ctx=ctx, ctx_position_ids=ctx_pos)
+    last = (ctx_valid.long() * torch.arange(ctx_valid.shape[1], device=ctx_valid.device)).argmax(1)   # the last committed column
+    logits = drafter(ids, pos[:, None] + torch.arange(bs, device=pos.device), mask, ctx=ctx, ctx_position_ids=ctx_pos,
+                     last_ctx=last[:, None].expand(-1, bs))
     if not min_confidence: return drafter.to_token_ids(logits[:, 1:].argmax(-1))
     p, idx = logits[:, 1:].float().softmax(-1).max(-1)
     k = int((p >= min_confidence).long().cumprod(1).sum(1).max())
@@ -594,6 +651,30 @@ def speculative_generate(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[i
 
 # %% ../nbs/15_dflash.ipynb
 @torch.no_grad()
+def replay_acceptance(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[int]], responses: Sequence[Sequence[int]],
+                      max_new_tokens: int, eos_token_id: Optional[int] = None, min_confidence: float = 0.0) -> list[int]:
+    "The accept lengths `speculative_generate` records at batch 1 on prompts whose target greedy responses are `responses`."
+    bs, acc = drafter.config.block_size, []
+    for p, r in zip(prompt_ids, responses):
+        seq, P = torch.tensor([list(p) + list(r)]), len(p)
+        T, one = seq.shape[1], torch.ones_like(seq)
+        an_ = torch.arange(P, max(P, T - 1))[None]
+        if an_.numel():
+            bl_ = make_blocks(seq, one, one, an_, torch.ones_like(an_, dtype=torch.bool), bs)
+            logits = drafter(bl_.ids, bl_.position_ids, dflash_mask(an_, one, bs), input_ids=seq, attention_mask=one)
+            pr, idx = logits.float().softmax(-1).max(-1)
+            drafts, conf = drafter.to_token_ids(idx).view(-1, bs)[:, 1:], pr.view(-1, bs)[:, 1:]
+            hit = (drafts == bl_.targets.view(-1, bs)[:, 1:]) & (bl_.position_ids.view(-1, bs)[:, 1:] < T) & (conf >= min_confidence)
+            agree = hit.long().cumprod(1).sum(1).tolist()
+        n, i, done = 1, 0, r[0] == eos_token_id or max_new_tokens <= 1       # the prefill commits the first token
+        while not done:
+            a = agree[i] if i < len(agree) else 0
+            new = list(r[i + 1:i + 2 + a]); acc.append(a + 1); n += a + 1; i += a + 1
+            done = eos_token_id in new or n >= max_new_tokens or i >= len(r) - 1
+    return acc
+
+# %% ../nbs/15_dflash.ipynb
+@torch.no_grad()
 def target_greedy(target: nn.Module, prompt_ids: Sequence[Sequence[int]], max_new_tokens: int = 32,
                   eos_token_id: Optional[int] = None) -> list[list[int]]:
     "The target's own greedy decoding (HF `generate`, KV cache), one prompt at a time, cut before EOS."
@@ -626,25 +707,29 @@ def speculative_cli(args, prompts: list[str]) -> int:
 # %% ../nbs/15_dflash.ipynb
 PROMPT_SET = 'instructions.jsonl'   # dllm_nb/assets/prompts/: the shipped prompts (tools/make_prompts.py wrote them)
 EXTRA_PROMPTS = 'instructions_extra.jsonl'   # more training prompts, none in PROMPT_SET (tools/make_extra_prompts.py)
+MORE_PROMPTS = 'instructions_more.jsonl.gz'  # thousands more, none in the two above (tools/make_more_prompts.py), gzipped
 
 def prompt_set(split: Optional[str] = None) -> list[dict]:
     """The shipped instruction prompts (rows `prompt`, `kind`, `split`): all, or one fixed split ('train' / 'test'), or
-    'extra': more training prompts composed from templates (all `split: train`, none in the main set)."""
+    'extra' / 'more': more training prompts composed from templates (all `split: train`, none in the main set)."""
+    import gzip
     from importlib.resources import files
-    if split is not None and split not in ('train', 'test', 'extra'):
-        raise ValueError(f"prompt split {split!r}; use 'train', 'test' or 'extra'")
-    name = EXTRA_PROMPTS if split == 'extra' else PROMPT_SET
-    rows = [json.loads(l) for l in (files('dllm_nb') / 'assets' / 'prompts' / name).read_text().splitlines() if l.strip()]
-    return [r for r in rows if split in (None, 'extra') or r['split'] == split]
+    if split is not None and split not in ('train', 'test', 'extra', 'more'):
+        raise ValueError(f"prompt split {split!r}; use 'train', 'test', 'extra' or 'more'")
+    name = {'extra': EXTRA_PROMPTS, 'more': MORE_PROMPTS}.get(split, PROMPT_SET)
+    f = files('dllm_nb') / 'assets' / 'prompts' / name
+    text = gzip.decompress(f.read_bytes()).decode() if name.endswith('.gz') else f.read_text()
+    rows = [json.loads(l) for l in text.splitlines() if l.strip()]
+    return [r for r in rows if split in (None, 'extra', 'more') or r['split'] == split]
 
 def read_prompts(source: str) -> list[str]:
-    """Prompt strings from `source`: `shipped`, `shipped:train` / `shipped:test` / `shipped:extra` (`prompt_set`), a `.txt`
+    """Prompt strings from `source`: `shipped`, `shipped:train` / `:test` / `:extra` / `:more` (`prompt_set`), a `.txt`
     file (one prompt per line) or a JSON/JSONL file of rows with `prompt` or `messages` (the first user turn)."""
     if source == 'shipped' or source.startswith('shipped:'):
         return [r['prompt'] for r in prompt_set(source.split(':', 1)[1] if ':' in source else None)]
     from dllm_nb.data import DataError, read_json_rows
     p = Path(source)
-    if not p.is_file(): raise FileNotFoundError(f"{source}: no such prompt file (or use shipped, shipped:train, shipped:test, shipped:extra)")
+    if not p.is_file(): raise FileNotFoundError(f"{source}: no such prompt file (or use shipped, shipped:train, shipped:test, shipped:extra, shipped:more)")
     if p.suffix == '.txt': return [l.strip() for l in p.read_text().splitlines() if l.strip()]
     rows, lines, out = *read_json_rows(p), []
     for r, n in zip(rows, lines):
@@ -703,7 +788,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     sub = ap.add_subparsers(dest='cmd', required=True)
     d = sub.add_parser('distill', help="write a target's own responses to a prompt set as chat JSONL (resumable)")
     d.add_argument('--target', required=True, help='the causal target: HF folder, hub id or .gguf')
-    d.add_argument('--prompts', default='shipped:train', help='shipped[:train|:test], a .txt (one per line) or a JSON/JSONL file')
+    d.add_argument('--prompts', default='shipped:train', help='shipped[:train|:test|:extra|:more], a .txt (one per line) or a JSON/JSONL file')
     d.add_argument('--out', required=True, help='chat JSONL to append to (existing prompts are skipped)')
     d.add_argument('--max-new-tokens', type=int, default=128)
     d.add_argument('--batch-size', type=int, default=8)

@@ -53,6 +53,31 @@ def test_dflash_cli_train_and_speculative(tmp_path):
     assert out.sequences == target_greedy(drafter.target, ids, 12, tok.eos_token_id)
 
 
+def test_dflash_feature_file_is_written_once_and_reused(tmp_path):
+    "cache_target_features + feature_file (bf16 features, fused drafter): the first run writes the file, the second reads it."
+    make_target(tmp_path / 'target')
+    args = ['-m', 'dllm_nb.train', 'dllm.mode=dflash', f'dflash.target={tmp_path}/target', 'train.max_steps=2', *TINY,
+            'dflash.cache_target_features=true', f'dflash.feature_file={tmp_path}/feats.pt', 'dflash.train_feature_dtype=bfloat16',
+            'dflash.fuse_context=true']
+    r1 = run([*args, f'output_dir={tmp_path}/a'])
+    assert 'target features' in r1.stderr and (tmp_path / 'feats.pt').exists()
+    saved = torch.load(tmp_path / 'feats.pt', weights_only=True)
+    assert saved['meta']['layer_ids'] == [0, 1] and saved['meta']['dtype'] == 'torch.bfloat16' and len(saved['keys']) >= 48
+    assert all(f.dtype == torch.bfloat16 for f in saved['feats'])
+    stamp = (tmp_path / 'feats.pt').stat().st_mtime_ns
+    r2 = run([*args, f'output_dir={tmp_path}/b'])
+    assert 'target features' not in r2.stderr and (tmp_path / 'feats.pt').stat().st_mtime_ns == stamp   # nothing recomputed
+    assert json.loads((tmp_path / 'b' / 'final' / 'dflash_config.json').read_text())['fuse_context'] is True
+    bad = run_fail([*args, 'dflash.train_feature_dtype=float32', f'output_dir={tmp_path}/c'])
+    assert 'written for other settings' in bad and 'dtype' in bad
+
+
+def run_fail(args):
+    r = subprocess.run([sys.executable, *args], env=ENV, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert r.returncode != 0, r.stdout[-2000:]
+    return r.stdout + r.stderr
+
+
 def test_dflash_config_errors():
     from dllm_nb.config import ConfigError, load_config
     try: load_config(None, ['dllm.mode=dflash', 'dflash.block_size=1'], world_size=1)
@@ -105,11 +130,16 @@ def test_extra_prompts_are_distinct_training_prompts_outside_the_shipped_set():
     low = [r['prompt'].strip().lower() for r in extra]
     assert len(set(low)) == len(low)                                                    # no duplicates
     assert not set(low) & {r['prompt'].strip().lower() for r in shipped}                # the held-out split stays unseen
+    more = prompt_set('more')                                                           # thousands more, gzipped
+    assert len(more) >= 5000 and {r['split'] for r in more} == {'train'} and {r['kind'] for r in more} == {r['kind'] for r in shipped}
+    low_more = [r['prompt'].strip().lower() for r in more]
+    assert len(set(low_more)) == len(low_more) and not set(low_more) & (set(low) | {r['prompt'].strip().lower() for r in shipped})
     d = files('dllm_nb') / 'assets' / 'prompts'
-    assert len((d / 'instructions.jsonl').read_bytes()) + len((d / 'instructions_extra.jsonl').read_bytes()) <= 200_000
+    assert sum(len((d / f).read_bytes()) for f in ('instructions.jsonl', 'instructions_extra.jsonl', 'instructions_more.jsonl.gz')) <= 200_000
     assert read_prompts('shipped:extra') == [r['prompt'] for r in extra]
+    assert read_prompts('shipped:more') == [r['prompt'] for r in more]
     import pytest
-    with pytest.raises(ValueError, match="'train', 'test' or 'extra'"): prompt_set('dev')
+    with pytest.raises(ValueError, match="'train', 'test', 'extra' or 'more'"): prompt_set('dev')
 
 def test_distill_cli_writes_target_greedy_and_resumes(tmp_path):
     from dllm_nb.data import read_json_rows

@@ -1,0 +1,64 @@
+"""DFlash drafter ablation on a real target, scored without decoding (not a timed test).
+
+    python bench/dflash_ablation.py --target <SmolLM2 .gguf> --drafters runs/a/final runs/b/final [--n 56]
+
+The target's greedy responses to the held-out prompts (`shipped:test`, max_new_tokens + block_size tokens, so every
+block can be judged) are generated once (HF `generate`, batch 1, KV cache) and kept in `--refs`; each drafter is then
+scored by `replay_acceptance` (one teacher-forced drafter pass per prompt): the accept lengths speculative decoding at
+batch 1 would record, so tau here is the bench's tau without its minutes of decoding. Columns: tau with whole blocks
+verified and with drafts cut below `--min-confidence` (the bench's default), the share of calls whose first draft
+was accepted, and the drafter's settings that differ between the rows. One row per drafter, in the order given.
+"""
+import argparse, json, sys, time
+from pathlib import Path
+
+import torch
+
+
+def refs_for(target, tok, prompts, n_tokens, path: Path):
+    from dllm_nb.dflash import target_greedy
+    from dllm_nb.sampling import encode_prompts
+    if path.exists():
+        saved = json.loads(path.read_text())
+        if saved['prompts'] == prompts and saved['n_tokens'] == n_tokens: return saved['prompt_ids'], saved['responses']
+    ids = encode_prompts(prompts, tok)
+    tic = time.process_time()
+    resp = target_greedy(target, ids, n_tokens, tok.eos_token_id)
+    resp = [r + [tok.eos_token_id] if len(r) < n_tokens else r for r in resp]     # target_greedy cuts before EOS
+    print(f'target greedy references: {len(ids)} prompts, {sum(map(len, resp))} tokens, {time.process_time() - tic:.0f} CPU s')
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(dict(prompts=prompts, n_tokens=n_tokens, prompt_ids=ids, responses=resp)))
+    return ids, resp
+
+
+def main():
+    from dllm_nb.data import load_tokenizer
+    from dllm_nb.dflash import DFlashDrafter, load_target, read_prompts, replay_acceptance
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--target', required=True)
+    ap.add_argument('--drafters', nargs='+', required=True, help="drafters' final/ folders")
+    ap.add_argument('--prompts', default='shipped:test')
+    ap.add_argument('--n', type=int, default=None)
+    ap.add_argument('--max-new-tokens', type=int, default=64)
+    ap.add_argument('--min-confidence', type=float, default=0.3)
+    ap.add_argument('--refs', default='runs/dflash_refs.json', help='cache of the target greedy responses')
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    tok, target = load_tokenizer(args.target), load_target(args.target)
+    prompts = read_prompts(args.prompts)[:args.n]
+    first = json.loads((Path(args.drafters[0]) / 'dflash_config.json').read_text())
+    ids, resp = refs_for(target, tok, prompts, args.max_new_tokens + first['block_size'], Path(args.refs))
+    confs = [json.loads((Path(d) / 'dflash_config.json').read_text()) for d in args.drafters]
+    varying = [k for k in confs[0] if k not in ('target', 'target_info') and len({json.dumps(c.get(k)) for c in confs}) > 1]
+    print(f'{len(prompts)} held-out prompts, max_new_tokens {args.max_new_tokens}; tau = tokens committed per target call at batch 1 (replayed)')
+    print(f"{'drafter':<36} {'tau':>5} {f'tau@{args.min_confidence}':>8} {'1st ok':>6}  settings")
+    for d, c in zip(args.drafters, confs):
+        dr = DFlashDrafter.from_pretrained(d, target=target)
+        full = replay_acceptance(dr, ids, resp, args.max_new_tokens, tok.eos_token_id)
+        cut = replay_acceptance(dr, ids, resp, args.max_new_tokens, tok.eos_token_id, args.min_confidence)
+        print(f'{d:<36} {sum(full) / len(full):>5.2f} {sum(cut) / len(cut):>8.2f} {sum(a > 1 for a in full) / len(full):>6.2f}  '
+              + ' '.join(f'{k}={c.get(k)}' for k in varying), flush=True)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
