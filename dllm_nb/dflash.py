@@ -550,14 +550,17 @@ def build_dflash_model(cfg, tokenizer) -> tuple[DFlashDrafter, None]:
     if x.init_from_target: c.rope_theta = target_rope_theta(tc)   # the copied layers' rotary base
     drafter = DFlashDrafter(c, target)
     if x.init_from_target: init_from_target(drafter, target)
-    if x.draft_vocab_size or x.cache_target_features:                  # the rows the trainer will use (train, validation)
-        from dllm_nb.trainer import load_datasets
-        train, val = load_datasets(cfg, tokenizer)
+    if x.draft_vocab_size or x.cache_target_features:   # the train split's rows (data only: the trainer imports this module)
+        from dllm_nb.data import load_sft_dataset
+        dc, n = cfg.data, cfg.data.train_size
+        sizes = dict(train=n + dc.val_size) if n and dc.dataset.startswith('builtin:') else None
+        rows = load_sft_dataset(dc.dataset, 'train', tokenizer, max_len=dc.max_len, overlong=dc.overlong, sizes=sizes, seed=cfg.seed)['input_ids']
+        rows = list(rows)[:n + dc.val_size] if n else list(rows)
     if x.draft_vocab_size:                 # the most frequent tokens of the training rows (+ EOS)
-        drafter.vocab_ids.copy_(draft_vocab(train['input_ids'], x.draft_vocab_size, target.get_output_embeddings().weight.shape[0],
+        drafter.vocab_ids.copy_(draft_vocab(rows, x.draft_vocab_size, target.get_output_embeddings().weight.shape[0],
                                             [t for t in (tokenizer.eos_token_id,) if t is not None]))
     if x.train_feature_dtype == 'bfloat16' and x.target_dtype == 'float32': drafter.feature_dtype = torch.bfloat16
-    if x.cache_target_features: warm_feature_cache(drafter, [*train['input_ids'], *(val['input_ids'] if val is not None else [])], path=x.feature_file)
+    if x.cache_target_features: warm_feature_cache(drafter, rows, path=x.feature_file)
     return drafter, None
 
 # %% ../nbs/15_dflash.ipynb
