@@ -21,7 +21,8 @@ __all__ = ['logger', 'PAD', 'EOS', 'MASK', 'END', 'ROLE_TOKENS', 'ROLES', 'SPECI
            'task_answer', 'tokenizer_corpus', 'build_tokenizer', 'asset_dir', 'has_generation_tags',
            'ensure_chat_tokens', 'load_tokenizer', 'validate_messages', 'pair_to_messages', 'as_messages',
            'keep_last_run', 'rendered_assistant_mask', 'tokenize_example', 'highlight_supervised', 'plot_token_strip',
-           'DataError', 'read_json_rows', 'apply_overlong', 'load_sft_dataset', 'length_stats', 'main']
+           'DataError', 'read_json_rows', 'apply_overlong', 'load_sft_dataset', 'used_train_sizes', 'length_stats',
+           'main']
 
 # %% ../nbs/01_data.ipynb
 PAD, EOS, MASK, END = '<|pad|>', '<|endoftext|>', '<|mask|>', '<|end|>'
@@ -439,6 +440,10 @@ def load_sft_dataset(path_or_name: str | Path, split: str = 'train', tokenizer: 
                        f"(the response starts after token {max_len}) and were dropped")
     ds.sft_info = dict(source=source, split=split, **info)
     return ds
+
+def used_train_sizes(dataset: str, train_size: int | None, val_size: int) -> dict | None:
+    "`sizes` for `load_sft_dataset`: a built-in task generates only the rows a run uses (`train_size` + `val_size`)."
+    return dict(train=train_size + val_size) if train_size and str(dataset).startswith('builtin:') else None
 
 # %% ../nbs/01_data.ipynb
 def length_stats(ds: Dataset) -> dict:

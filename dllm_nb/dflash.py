@@ -551,10 +551,10 @@ def build_dflash_model(cfg, tokenizer) -> tuple[DFlashDrafter, None]:
     drafter = DFlashDrafter(c, target)
     if x.init_from_target: init_from_target(drafter, target)
     if x.draft_vocab_size or x.cache_target_features:   # the train split's rows (data only: the trainer imports this module)
-        from dllm_nb.data import load_sft_dataset
+        from dllm_nb.data import load_sft_dataset, used_train_sizes
         dc, n = cfg.data, cfg.data.train_size
-        sizes = dict(train=n + dc.val_size) if n and dc.dataset.startswith('builtin:') else None
-        rows = load_sft_dataset(dc.dataset, 'train', tokenizer, max_len=dc.max_len, overlong=dc.overlong, sizes=sizes, seed=cfg.seed)['input_ids']
+        rows = load_sft_dataset(dc.dataset, 'train', tokenizer, max_len=dc.max_len, overlong=dc.overlong,
+                                sizes=used_train_sizes(dc.dataset, n, dc.val_size), seed=cfg.seed)['input_ids']
         rows = list(rows)[:n + dc.val_size] if n else list(rows)
     if x.draft_vocab_size:                 # the most frequent tokens of the training rows (+ EOS)
         drafter.vocab_ids.copy_(draft_vocab(rows, x.draft_vocab_size, target.get_output_embeddings().weight.shape[0],

@@ -18,7 +18,7 @@ from .checkpoint import (finite_checkpoints, holds_lock, lock_run_dir, resume_ch
 from .checkpoint import RERUN_HINT, RUN_FILES, preflight   # noqa: F401  (their old home; the CLI imports them here)
 from .config import ConfigError, mode_block_size, save_config
 from .core import sample_seed, sample_seeds, stream_seed
-from .data import DataError, load_sft_dataset, load_tokenizer
+from .data import DataError, load_sft_dataset, load_tokenizer, used_train_sizes
 from .distributed import (DistInfo, GlobalBatchSampler, all_reduce_sum, clip_grad_norm_, set_grad_sync, step_loader,
                                  wrap_model)
 from .metrics import MetricsLogger, StepRecord, memory_mb, plot_metrics, read_metrics, trim_metrics
@@ -109,7 +109,7 @@ def load_datasets(cfg, tokenizer) -> tuple:
     dc, n = cfg.data, cfg.data.train_size
     kw = dict(tokenizer=tokenizer, max_len=dc.max_len, overlong=dc.overlong, mask_history=dc.mask_history,
               num_proc=dc.num_proc if dc.num_proc > 1 else None, seed=cfg.seed)
-    sizes = dict(train=n + dc.val_size) if n and dc.dataset.startswith('builtin:') else None   # generate only what is used
+    sizes = used_train_sizes(dc.dataset, n, dc.val_size)              # generate only what is used
     train = load_sft_dataset(dc.dataset, 'train', sizes=sizes, **kw)
     val = load_sft_dataset(dc.dataset, dc.val_split, **kw) if dc.val_split else None
     if val is None and dc.val_size:
