@@ -40,7 +40,9 @@ def raw_batch(prompts=(4, 2, 7), resps=(9, 5, 3), S=20, seed=0):
 
 def pair(wrapper, **kw):
     "The same weights under `sdpa` and `flex_attention`, in training mode (the forward training runs)."
-    cfg = tiny_config('llama', vocab_size=V, hidden_size=32)
+    # head_dim 32: torch 2.13's compiled CPU Flex kernel gives wrong values (even NaN) for head_dim 8/16 at some
+    # sequence lengths on AVX2-only CPUs (measured 2026-12-03; e.g. causal, S=40, D=8); real models use head_dim >= 64
+    cfg = tiny_config('llama', vocab_size=V, hidden_size=64, num_heads=2, num_kv_heads=1)
     torch.manual_seed(0)
     sdpa = wrapper(build_backbone(cfg, 'sdpa'), **kw)
     if getattr(sdpa, 'self_cond', None) is not None:         # a non-zero MLP, so self-conditioning changes the logits
