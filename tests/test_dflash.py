@@ -5,6 +5,8 @@ from pathlib import Path
 
 import torch
 
+from dllm_nb.core import native_bf16
+
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, 'OMP_NUM_THREADS': '1', 'PYTHONPATH': str(ROOT), 'TOKENIZERS_PARALLELISM': 'false'}
 TINY = ['data.train_size=48', 'data.val_size=8', 'train.global_batch_size=8', 'train.micro_batch_size=4',
@@ -61,6 +63,7 @@ def test_dflash_feature_file_is_written_once_and_reused(tmp_path):
             'dflash.fuse_context=true']
     r1 = run([*args, f'output_dir={tmp_path}/a'])
     assert 'target features' in r1.stderr and (tmp_path / 'feats.pt').exists()
+    assert ('without bf16 dot products' in r1.stderr) == (not native_bf16())      # the slow-bf16 warning, where it applies
     saved = torch.load(tmp_path / 'feats.pt', weights_only=True)
     assert saved['meta']['layer_ids'] == [0, 1] and saved['meta']['dtype'] == 'torch.bfloat16' and len(saved['keys']) >= 48
     assert all(f.dtype == torch.bfloat16 for f in saved['feats'])
