@@ -7,7 +7,7 @@ block can be judged) are generated once (HF `generate`, batch 1, KV cache) and k
 scored by `replay_acceptance` (one teacher-forced drafter pass per prompt): the accept lengths speculative decoding at
 batch 1 would record, so tau here is the bench's tau without its minutes of decoding. Columns: tau with whole blocks
 verified and with drafts cut below `--min-confidence` (the bench's default), the share of calls whose first draft
-was accepted, and the drafter's settings that differ between the rows. One row per drafter, in the order given.
+was accepted, with `--lookup N` tau@min-confidence when rows copy after a recurring 2..N-gram (`lookup_draft`), and the drafter's settings that differ between the rows. One row per drafter, in the order given.
 """
 import argparse, json, sys, time
 from pathlib import Path
@@ -41,6 +41,7 @@ def main():
     ap.add_argument('--n', type=int, default=None)
     ap.add_argument('--max-new-tokens', type=int, default=64)
     ap.add_argument('--min-confidence', type=float, default=0.3)
+    ap.add_argument('--lookup', type=int, default=0, help='also tau@min-confidence with copies after a recurring 2..N-gram')
     ap.add_argument('--refs', default='runs/dflash_refs.json', help='cache of the target greedy responses')
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -51,12 +52,15 @@ def main():
     confs = [json.loads((Path(d) / 'dflash_config.json').read_text()) for d in args.drafters]
     varying = [k for k in confs[0] if k not in ('target', 'target_info') and len({json.dumps(c.get(k)) for c in confs}) > 1]
     print(f'{len(prompts)} held-out prompts, max_new_tokens {args.max_new_tokens}; tau = tokens committed per target call at batch 1 (replayed)')
-    print(f"{'drafter':<36} {'tau':>5} {f'tau@{args.min_confidence}':>8} {'1st ok':>6}  settings")
+    lk = f'+lookup{args.lookup}' if args.lookup else ''
+    print(f"{'drafter':<36} {'tau':>5} {f'tau@{args.min_confidence}':>8} {'1st ok':>6}" + (f' {lk:>9}' if lk else '') + '  settings')
     for d, c in zip(args.drafters, confs):
         dr = DFlashDrafter.from_pretrained(d, target=target)
         full = replay_acceptance(dr, ids, resp, args.max_new_tokens, tok.eos_token_id)
         cut = replay_acceptance(dr, ids, resp, args.max_new_tokens, tok.eos_token_id, args.min_confidence)
-        print(f'{d:<36} {sum(full) / len(full):>5.2f} {sum(cut) / len(cut):>8.2f} {sum(a > 1 for a in full) / len(full):>6.2f}  '
+        copy = replay_acceptance(dr, ids, resp, args.max_new_tokens, tok.eos_token_id, args.min_confidence, args.lookup) if lk else []
+        print(f'{d:<36} {sum(full) / len(full):>5.2f} {sum(cut) / len(cut):>8.2f} {sum(a > 1 for a in full) / len(full):>6.2f}'
+              + (f' {sum(copy) / len(copy):>9.2f}' if lk else '') + '  '
               + ' '.join(f'{k}={c.get(k)}' for k in varying), flush=True)
 
 

@@ -70,7 +70,8 @@ def bench_real(args):
     n_ref = sum(map(len, ref))
     print(f'target {args.target}; drafter {args.drafter} (block size {drafter.config.block_size}, '
           f'{sum(p.numel() for p in drafter.parameters()) / 1e6:.2f}M parameters); {len(ids)} held-out prompts, '
-          f'max_new_tokens {N}, drafts verified while the drafter gives them >= {args.min_confidence}; times are process CPU seconds (1 thread)')
+          f'max_new_tokens {N}, drafts verified while the drafter gives them >= {args.min_confidence}'
+          f'{f", copies from the context after a recurring 2..{args.lookup}-gram (lookup)" if args.lookup else ""}; times are process CPU seconds (1 thread)')
     print(f"{'batch':>5} {'tau':>5} {'target tok/s':>12} {'spec tok/s':>10} {'speed-up':>8} {'identical':>9}  accepted tokens per call")
     res, t_draft = {}, [0.0]
     def timed_draft(*a):                                  # the profile's split: drafter vs target verification
@@ -87,7 +88,7 @@ def bench_real(args):
         t_sp, seqs, acc = 0, [], []
         t_draft[0] = 0
         for s in range(0, len(ids), B):
-            sp, dt = cpu_timed(lambda: speculative_generate(drafter, ids[s:s + B], N, eos, draft_fn=timed_draft))
+            sp, dt = cpu_timed(lambda: speculative_generate(drafter, ids[s:s + B], N, eos, draft_fn=timed_draft, lookup=args.lookup))
             t_sp += dt; seqs += sp.sequences; acc += sp.accept_lengths
         tau, n_sp, same = sum(acc) / len(acc), sum(map(len, seqs)), seqs == ref
         hist = dict(sorted(collections.Counter(acc).items()))
@@ -118,6 +119,8 @@ def main():
     ap.add_argument('--batch-sizes', type=int, nargs='+', default=[1, 4])
     ap.add_argument('--min-confidence', type=float, default=0.3,
                     help='--target: verify drafts only while the drafter gives them this probability (0 = the whole block)')
+    ap.add_argument('--lookup', type=int, default=0,
+                    help='--target: rows whose last 2..N tokens recur copy what followed them instead of drafting (0 = off)')
     ap.add_argument('--out', default='runs/spec')
     ap.add_argument('--target-steps', type=int, default=600)
     ap.add_argument('--drafter-steps', type=int, default=600)

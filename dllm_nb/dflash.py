@@ -30,8 +30,8 @@ __all__ = ['ANCHOR_SAMPLING', 'MASKED', 'DRAFTER_CONFIG', 'DRAFTER_WEIGHTS', 'WE
            'rope', 'DrafterLayer', 'DFlashDrafter', 'target_features', 'load_target', 'decay_weights',
            'quantized_weights', 'block_weights', 'dflash_loss', 'Anchored', 'DFlashSettings', 'DFlashStrategy',
            'draft_vocab', 'warm_feature_cache', 'target_rope_theta', 'init_from_target', 'build_dflash_model',
-           'SpecOutput', 'draft_block', 'speculative_generate', 'replay_acceptance', 'target_greedy', 'speculative_cli',
-           'prompt_set', 'read_prompts', 'self_distill', 'main']
+           'SpecOutput', 'draft_block', 'lookup_draft', 'speculative_generate', 'replay_acceptance', 'target_greedy',
+           'speculative_cli', 'prompt_set', 'read_prompts', 'self_distill', 'main']
 
 # %% ../nbs/15_dflash.ipynb
 ANCHOR_SAMPLING = ('independent', 'non_overlapping')
@@ -621,14 +621,39 @@ def _target_step(drafter, ids, am, pos, cache):
     return out.logits.argmax(-1), drafter.project(target_features(drafter, out))
 
 # %% ../nbs/15_dflash.ipynb
+def lookup_draft(history: Sequence[int], k: int, max_ngram: int = 3, min_ngram: int = 2) -> list[int]:
+    """Up to `k` tokens that followed the most recent earlier occurrence of `history`'s last n tokens, for the largest n
+    in `max_ngram..min_ngram` that recurs; `[]` when none does."""
+    h = list(history)
+    for n in range(min(max_ngram, len(h) - 1), min_ngram - 1, -1):
+        suffix = h[-n:]
+        for s in range(len(h) - n - 1, -1, -1):
+            if h[s:s + n] == suffix: return h[s + n:s + n + k]
+    return []
+
+def _with_copies(draft: Tensor, copies: list[list[int]]) -> tuple[Tensor, Tensor]:
+    "Rows with a copy take it instead of their drafts: `(drafts [B, W], which of them count [B, W])`, right-padded."
+    B, k = draft.shape
+    W = max(k, *map(len, copies))
+    out, ok = draft.new_zeros(B, W), torch.zeros(B, W, dtype=torch.bool, device=draft.device)
+    for b, c in enumerate(copies):
+        if c: out[b, :len(c)], ok[b, :len(c)] = torch.tensor(c, device=draft.device), True
+        else: out[b, :k], ok[b, :k] = draft[b], True
+    return out, ok
+
+# %% ../nbs/15_dflash.ipynb
 @torch.no_grad()
 def speculative_generate(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[int]], max_new_tokens: int = 32,
-                         eos_token_id: Optional[int] = None, draft_fn=None, min_confidence: float = 0.0) -> SpecOutput:
+                         eos_token_id: Optional[int] = None, draft_fn=None, min_confidence: float = 0.0,
+                         lookup: int = 0) -> SpecOutput:
     """Greedy speculative decoding: the drafter proposes a block after the last committed token, the target verifies
     it in one cached causal pass and keeps the longest agreeing prefix plus its own next token (lossless).
-    `min_confidence` cuts the drafts where the drafter is unsure (`draft_block`). `draft_fn` (default `draft_block`)
-    may be swapped for tests, e.g. an oracle that knows the answer; it may return fewer than `block_size - 1` drafts."""
-    dev = next(drafter.parameters()).device
+    `min_confidence` cuts the drafts where the drafter is unsure (`draft_block`). `lookup=n` (n >= 2): a row whose last
+    2..n tokens occurred before in its prompt or output proposes what followed them (`lookup_draft`) instead; the drafter
+    runs only when some row has nothing to copy. `draft_fn` (default `draft_block`) may be swapped for tests, e.g. an
+    oracle that knows the answer; it may return fewer than `block_size - 1` drafts."""
+    if lookup == 1 or lookup < 0: raise ValueError(f"lookup={lookup}: copy after a recurring suffix of 2..n tokens (n >= 2), or 0 = off")
+    dev, bs = next(drafter.parameters()).device, drafter.config.block_size
     draft_fn = draft_fn or partial(draft_block, min_confidence=min_confidence)
     ids, am = _left_pad(prompt_ids, dev)
     pos, cache = (am.cumsum(1) - 1).clamp_min(0), KVBuffer(drafter.target.config.get_text_config().num_hidden_layers, len(ids), dev)
@@ -639,12 +664,16 @@ def speculative_generate(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[i
     done = [t == eos_token_id or max_new_tokens <= 1 for t in anchor.tolist()]
     acc, rows, calls = [], [[] for _ in range(B)], 1
     while not all(done):
-        draft = draft_fn(drafter, anchor, nxt, ctx, ctx_pos, cache.valid).to(dev)
+        copies = [[] if d else lookup_draft(list(p) + t, bs - 1, lookup) for p, t, d in zip(prompt_ids, toks, done)] \
+                 if lookup else [[]] * B
+        if all(c for c, d in zip(copies, done) if not d): draft = anchor.new_zeros(B, 0)   # every live row copies
+        else: draft = draft_fn(drafter, anchor, nxt, ctx, ctx_pos, cache.valid).to(dev)
+        draft, ok = _with_copies(draft, copies) if any(copies) else (draft, torch.ones_like(draft, dtype=torch.bool))
         L = draft.shape[1] + 1; j = torch.arange(L, device=dev); bpos = nxt[:, None] + j   # anchor + drafts
         g, feats = _target_step(drafter, torch.cat([anchor[:, None], draft], 1),
                                 torch.cat([cache.valid, cache.valid.new_ones(B, L)], 1).long(), bpos, cache)
         calls += 1
-        agree = (draft == g[:, :-1]).long().cumprod(1).sum(1)             # drafts each row's target agrees with
+        agree = ((draft == g[:, :-1]) & ok).long().cumprod(1).sum(1)      # drafts each row's target agrees with
         keep = int(max(a for a, d in zip(agree.tolist(), done) if not d)) + 1
         cache.keep(keep, j[:keep] <= agree[:, None])     # drop what no row accepted, hide each row's own rejected drafts
         ctx, ctx_pos = torch.cat([ctx, feats[:, :keep]], 1), torch.cat([ctx_pos, bpos[:, :keep]], 1)
@@ -659,7 +688,8 @@ def speculative_generate(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[i
 # %% ../nbs/15_dflash.ipynb
 @torch.no_grad()
 def replay_acceptance(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[int]], responses: Sequence[Sequence[int]],
-                      max_new_tokens: int, eos_token_id: Optional[int] = None, min_confidence: float = 0.0) -> list[int]:
+                      max_new_tokens: int, eos_token_id: Optional[int] = None, min_confidence: float = 0.0,
+                      lookup: int = 0) -> list[int]:
     "The accept lengths `speculative_generate` records at batch 1 on prompts whose target greedy responses are `responses`."
     bs, acc = drafter.config.block_size, []
     for p, r in zip(prompt_ids, responses):
@@ -675,7 +705,9 @@ def replay_acceptance(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[int]
             agree = hit.long().cumprod(1).sum(1).tolist()
         n, i, done = 1, 0, r[0] == eos_token_id or max_new_tokens <= 1       # the prefill commits the first token
         while not done:
-            a = agree[i] if i < len(agree) else 0
+            c = lookup_draft(list(p) + list(r[:i + 1]), bs - 1, lookup) if lookup else []
+            if c: a = next((m for m, (x, y) in enumerate(zip(c, r[i + 1:])) if x != y), min(len(c), len(r) - i - 1))
+            else: a = agree[i] if i < len(agree) else 0
             new = list(r[i + 1:i + 2 + a]); acc.append(a + 1); n += a + 1; i += a + 1
             done = eos_token_id in new or n >= max_new_tokens or i >= len(r) - 1
     return acc
@@ -705,7 +737,7 @@ def speculative_cli(args, prompts: list[str]) -> int:
     for s in range(0, len(prompts), args.batch_size):
         batch = prompts[s:s + args.batch_size]
         out = speculative_generate(drafter, encode_prompts(batch, tok, chat=not args.raw), args.max_new_tokens, tok.eos_token_id,
-                                   min_confidence=args.min_confidence)
+                                   min_confidence=args.min_confidence, lookup=args.lookup)
         for p, ids in zip(batch, out.sequences): print(f"{p} -> {tok.decode(ids)}", flush=True)
         acc += out.accept_lengths
     print(f"mean acceptance length: {sum(acc) / max(1, len(acc)):.2f} tokens per target call")

@@ -200,6 +200,7 @@ def test_dflash_speculative_is_lossless_on_smollm2(hf_dir, tok):
                             target).eval()
     ids = encode_prompts([r['prompt'] for r in prompt_set('test')[:3]], tok)
     ref = target_greedy(target, ids, 10, tok.eos_token_id)
-    for B in (1, 2):
-        seqs = [s for i in range(0, len(ids), B) for s in speculative_generate(drafter, ids[i:i + B], 10, tok.eos_token_id).sequences]
-        assert seqs == ref, (B, seqs, ref)
+    for B, lookup in ((1, 0), (2, 0), (2, 3)):                               # lookup: rows copying from the context
+        seqs = [s for i in range(0, len(ids), B)
+                for s in speculative_generate(drafter, ids[i:i + B], 10, tok.eos_token_id, lookup=lookup).sequences]
+        assert seqs == ref, (B, lookup, seqs, ref)
