@@ -96,8 +96,9 @@ def bench_real(args):
         print(f'{B:>5} {tau:>5.2f} {n_ar / t_ar:>12.1f} {n_sp / t_sp:>10.1f} {res[B][1]:>7.2f}x {str(same):>9}  {hist}  '
               f'(drafting {100 * t_draft[0] / t_sp:.0f}% of the time)')
     print(f'sample: {prompts[0]!r} -> {tok.decode(ref[0])!r}')
-    tau, speed, same = res[1] if 1 in res else next(iter(res.values()))
-    print(f'dflash on {Path(args.target).name}: tau {tau:.2f}, {speed:.2f}x tokens/s at batch 1, identical: {same}')
+    b0 = 1 if 1 in res else next(iter(res))                      # the issue's figure is batch 1; else the first size run
+    tau, speed, same = res[b0]
+    print(f'dflash on {Path(args.target).name}: tau {tau:.2f}, {speed:.2f}x tokens/s at batch {b0}, identical: {same}')
 
 
 def _left(rows):

@@ -650,7 +650,7 @@ def speculative_generate(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[i
     it in one cached causal pass and keeps the longest agreeing prefix plus its own next token (lossless).
     `min_confidence` cuts the drafts where the drafter is unsure (`draft_block`). `lookup=n` (n >= 2): a row whose last
     2..n tokens occurred before in its prompt or output proposes what followed them (`lookup_draft`) instead; the drafter
-    runs only when some row has nothing to copy. `draft_fn` (default `draft_block`) may be swapped for tests, e.g. an
+    runs only when some row has nothing to copy, and then (batch > 1) copies are cut to the drafter's width. `draft_fn` (default `draft_block`) may be swapped for tests, e.g. an
     oracle that knows the answer; it may return fewer than `block_size - 1` drafts."""
     if lookup == 1 or lookup < 0: raise ValueError(f"lookup={lookup}: copy after a recurring suffix of 2..n tokens (n >= 2), or 0 = off")
     dev, bs = next(drafter.parameters()).device, drafter.config.block_size
@@ -667,7 +667,9 @@ def speculative_generate(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[i
         copies = [[] if d else lookup_draft(list(p) + t, bs - 1, lookup) for p, t, d in zip(prompt_ids, toks, done)] \
                  if lookup else [[]] * B
         if all(c for c, d in zip(copies, done) if not d): draft = anchor.new_zeros(B, 0)   # every live row copies
-        else: draft = draft_fn(drafter, anchor, nxt, ctx, ctx_pos, cache.valid).to(dev)
+        else:
+            draft = draft_fn(drafter, anchor, nxt, ctx, ctx_pos, cache.valid).to(dev)
+            if B > 1: copies = [c[:draft.shape[1]] for c in copies]     # one row's copy never widens the batch's block
         draft, ok = _with_copies(draft, copies) if any(copies) else (draft, torch.ones_like(draft, dtype=torch.bool))
         L = draft.shape[1] + 1; j = torch.arange(L, device=dev); bpos = nxt[:, None] + j   # anchor + drafts
         g, feats = _target_step(drafter, torch.cat([anchor[:, None], draft], 1),
