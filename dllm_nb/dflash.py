@@ -650,8 +650,9 @@ def speculative_generate(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[i
     it in one cached causal pass and keeps the longest agreeing prefix plus its own next token (lossless).
     `min_confidence` cuts the drafts where the drafter is unsure (`draft_block`). `lookup=n` (n >= 2): a row whose last
     2..n tokens occurred before in its prompt or output proposes what followed them (`lookup_draft`) instead; the drafter
-    runs only when some row has nothing to copy, and then (batch > 1) copies are cut to the drafter's width. `draft_fn` (default `draft_block`) may be swapped for tests, e.g. an
-    oracle that knows the answer; it may return fewer than `block_size - 1` drafts."""
+    runs only when some row has nothing to copy, and then (batch > 1) copies are cut to the drafter's width. `draft_fn`
+    (default `draft_block`) may be swapped for tests, e.g. an oracle that knows the answer; it may return fewer than
+    `block_size - 1` drafts."""
     if lookup == 1 or lookup < 0: raise ValueError(f"lookup={lookup}: copy after a recurring suffix of 2..n tokens (n >= 2), or 0 = off")
     dev, bs = next(drafter.parameters()).device, drafter.config.block_size
     draft_fn = draft_fn or partial(draft_block, min_confidence=min_confidence)

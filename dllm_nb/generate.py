@@ -25,7 +25,7 @@ from .ar import generate_autoregressive_cached                                  
 # %% auto 0
 __all__ = ['DEFAULT_MAX_NEW_TOKENS', 'step_options', 'generate', 'model_classes', 'saved_run', 'saved_block_size',
            'is_training_checkpoint', 'load_training_checkpoint', 'load_checkpoint', 'check_prompt_lengths', 'at_least',
-           'load_error', 'cli_device', 'at_least_float', 'steps_problem', 'main']
+           'off_or_at_least', 'load_error', 'cli_device', 'at_least_float', 'steps_problem', 'main']
 
 # %% ../nbs/12_generate.ipynb
 def step_options(mode, steps: Optional[int] = None, steps_per_block: Optional[int] = None, cli: bool = False) -> dict:
@@ -131,6 +131,14 @@ def at_least(lo: int) -> Callable[[str], int]:
         return v
     return parse
 
+def off_or_at_least(lo: int) -> Callable[[str], int]:
+    "An argparse `type`: 0 (off) or an integer >= `lo`."
+    def parse(s: str) -> int:
+        v = at_least(0)(s)
+        if 0 < v < lo: raise argparse.ArgumentTypeError(f"must be 0 (off) or >= {lo}, got {v}")
+        return v
+    return parse
+
 # %% ../nbs/12_generate.ipynb
 def load_error(path, e: BaseException) -> str:
     "One line for a checkpoint that cannot be opened (the CLIs print it after `error: `)."
@@ -192,7 +200,7 @@ def _parser() -> argparse.ArgumentParser:
                          '(AMD Zen 4, Intel AMX: bench/verified.py measures it); elsewhere it is far slower than float32')
     ap.add_argument('--speculative', action='store_true', help='--checkpoint is a DFlash drafter: greedy speculative decoding of its target')
     ap.add_argument('--min-confidence', type=float, default=0.0, help='--speculative: verify drafts only while the drafter gives them this probability')
-    ap.add_argument('--lookup', type=int, default=0, help='--speculative: copy what followed a recurring 2..N-token suffix instead of drafting (0 = off)')
+    ap.add_argument('--lookup', type=off_or_at_least(2), default=0, help='--speculative: copy what followed a recurring 2..N-token suffix instead of drafting (0 = off)')
     ap.add_argument('--verified', action='store_true', help='block_diffusion with shift_logits: the canvas drafts, the encoder verifies (its greedy output)')
     ap.add_argument('--max-draft-rows', type=at_least(0), default=None,
                     help='--verified: draft only while at most this many rows are live (above: plain greedy; a CPU at batch 16 '
