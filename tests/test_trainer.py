@@ -47,3 +47,14 @@ def test_num_workers_is_checked():
     from dllm_nb.config import ConfigError
     with pytest.raises(ConfigError, match=r'data.num_workers=-1 must be >= 0'): load_config(None, ['data.num_workers=-1'])
     assert load_config(None, ['data.num_workers=3']).data.num_workers == 3
+
+
+def test_bf16_warning_only_on_cpus_without_bf16_units(tmp_path, caplog):
+    "model.dtype=bfloat16 on a CPU warns exactly when the CPU lacks bf16 dot products (emulated bf16 is ~8x slower); float32 never does."
+    from dllm_nb.core import native_bf16
+    for dtype in ('bfloat16', 'float32'):
+        caplog.clear()
+        with caplog.at_level('WARNING', logger='dllm_nb.trainer'):
+            Trainer(tiny(tmp_path / dtype, 0, **{'model.dtype': dtype}), quiet=True)
+        warned = any('without bf16 dot products' in r.getMessage() for r in caplog.records)
+        assert warned == (dtype == 'bfloat16' and not native_bf16()), (dtype, warned)
