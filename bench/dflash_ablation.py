@@ -40,7 +40,8 @@ def main():
     ap.add_argument('--prompts', default='shipped:test')
     ap.add_argument('--n', type=int, default=None)
     ap.add_argument('--max-new-tokens', type=int, default=64)
-    ap.add_argument('--min-confidence', type=float, default=0.3)
+    ap.add_argument('--min-confidence', type=float, default=0.5)
+    ap.add_argument('--max-draft', type=int, default=0, help='verify at most N drafts per call in every column (0 = whole blocks)')
     ap.add_argument('--lookup', type=int, default=0, help='also tau@min-confidence with copies after a recurring 2..N-gram')
     ap.add_argument('--refs', default='runs/dflash_refs.json', help='cache of the target greedy responses')
     args = ap.parse_args()
@@ -56,9 +57,10 @@ def main():
     print(f"{'drafter':<36} {'tau':>5} {f'tau@{args.min_confidence}':>8} {'1st ok':>6}" + (f' {lk:>9}' if lk else '') + '  settings')
     for d, c in zip(args.drafters, confs):
         dr = DFlashDrafter.from_pretrained(d, target=target)
-        full = replay_acceptance(dr, ids, resp, args.max_new_tokens, tok.eos_token_id)
-        cut = replay_acceptance(dr, ids, resp, args.max_new_tokens, tok.eos_token_id, args.min_confidence)
-        copy = replay_acceptance(dr, ids, resp, args.max_new_tokens, tok.eos_token_id, args.min_confidence, args.lookup) if lk else []
+        full = replay_acceptance(dr, ids, resp, args.max_new_tokens, tok.eos_token_id, max_draft=args.max_draft)
+        cut = replay_acceptance(dr, ids, resp, args.max_new_tokens, tok.eos_token_id, args.min_confidence, max_draft=args.max_draft)
+        copy = replay_acceptance(dr, ids, resp, args.max_new_tokens, tok.eos_token_id, args.min_confidence, args.lookup,
+                                 args.max_draft) if lk else []
         print(f'{d:<36} {sum(full) / len(full):>5.2f} {sum(cut) / len(cut):>8.2f} {sum(a > 1 for a in full) / len(full):>6.2f}'
               + (f' {sum(copy) / len(copy):>9.2f}' if lk else '') + '  '
               + ' '.join(f'{k}={c.get(k)}' for k in varying), flush=True)

@@ -4,7 +4,8 @@ Real target (`--target T --drafter D`): SmolLM2-135M-Instruct (the .gguf or its 
 (configs/dflash_smollm2_cpu.yaml); the held-out prompts of the shipped prompt set (`shipped:test`, first `--n`), at
 batch 1 and each `--batch-sizes` size: tau and its histogram, the target's greedy tokens/s (HF `generate`, KV cache, the
 same batch size), speculative tokens/s, speed-up and `identical` (every prompt token-identical to the target's own
-batch-1 greedy output), timed in process CPU time after one warm-up. Last line:
+batch-1 greedy output), timed in process CPU time after one warm-up, the two alternating batch by batch (a run that
+timed all of one, then all of the other, moved by 8 % between two runs on a shared machine). Last line:
 `dflash on <target>: tau T, X.XXx tokens/s at batch 1, identical: True`.
 
 Tiny target (default):
@@ -66,30 +67,34 @@ def bench_real(args):
     prompts = read_prompts(args.prompts)[:args.n]
     ids, eos, N = encode_prompts(prompts, tok), tok.eos_token_id, args.max_new_tokens
     target_greedy(target, ids[:1], 8, eos); speculative_generate(drafter, ids[:1], 8, eos)      # warm-up
-    ref, t_ref = cpu_timed(lambda: target_greedy(target, ids, N, eos))                          # batch 1: the reference
-    n_ref = sum(map(len, ref))
     print(f'target {args.target}; drafter {args.drafter} (block size {drafter.config.block_size}, '
           f'{sum(p.numel() for p in drafter.parameters()) / 1e6:.2f}M parameters); {len(ids)} held-out prompts, '
           f'max_new_tokens {N}, drafts verified while the drafter gives them >= {args.min_confidence}'
-          f'{f", copies from the context after a recurring 2..{args.lookup}-gram (lookup)" if args.lookup else ""}; times are process CPU seconds (1 thread)')
+          f'{f", copies from the context after a recurring 2..{args.lookup}-gram (lookup)" if args.lookup else ""}'
+          f'{f", at most {args.max_draft} drafts verified per call" if args.max_draft else ""}; times are process CPU '
+          f'seconds (1 thread), the target and speculative decoding alternating batch by batch')
     print(f"{'batch':>5} {'tau':>5} {'target tok/s':>12} {'spec tok/s':>10} {'speed-up':>8} {'identical':>9}  accepted tokens per call")
     res, t_draft = {}, [0.0]
     def timed_draft(*a):                                  # the profile's split: drafter vs target verification
         out, dt = cpu_timed(lambda: draft_block(*a, min_confidence=args.min_confidence)); t_draft[0] += dt; return out
-    for B in args.batch_sizes:
-        if B == 1: t_ar, n_ar = t_ref, n_ref
-        else:
-            t_ar = n_ar = 0
-            for s in range(0, len(ids), B):
-                x, am = _left(ids[s:s + B])
-                out, dt = cpu_timed(lambda: target.generate(x, attention_mask=am, max_new_tokens=N, do_sample=False,
-                                                             eos_token_id=eos, pad_token_id=eos))
-                t_ar += dt; n_ar += sum(len(_cut(r, eos)) for r in out[:, x.shape[1]:].tolist())
-        t_sp, seqs, acc = 0, [], []
-        t_draft[0] = 0
-        for s in range(0, len(ids), B):
-            sp, dt = cpu_timed(lambda: speculative_generate(drafter, ids[s:s + B], N, eos, draft_fn=timed_draft, lookup=args.lookup))
+    def target_batch(rows):                               # the target's own greedy decoding of a batch: (rows, CPU s)
+        if len(rows) == 1: return cpu_timed(lambda: target_greedy(target, rows, N, eos))
+        x, am = _left(rows)
+        out, dt = cpu_timed(lambda: target.generate(x, attention_mask=am, max_new_tokens=N, do_sample=False,
+                                                     eos_token_id=eos, pad_token_id=eos))
+        return [_cut(r, eos) for r in out[:, x.shape[1]:].tolist()], dt
+    ref = None if 1 in args.batch_sizes else target_greedy(target, ids, N, eos)   # batch-1 greedy: what every run must equal
+    for B in sorted(args.batch_sizes):
+        t_ar = n_ar = t_sp = 0
+        seqs, acc, t_draft[0], greedy = [], [], 0, []
+        for i, s in enumerate(range(0, len(ids), B)):     # alternate, so a slower or faster spell of the machine hits both
+            spec = lambda: cpu_timed(lambda: speculative_generate(drafter, ids[s:s + B], N, eos, draft_fn=timed_draft,
+                                                                  lookup=args.lookup, max_draft=args.max_draft))
+            if i % 2: (sp, dt), (g, dg) = spec(), target_batch(ids[s:s + B])
+            else: (g, dg), (sp, dt) = target_batch(ids[s:s + B]), spec()
             t_sp += dt; seqs += sp.sequences; acc += sp.accept_lengths
+            t_ar += dg; n_ar += sum(map(len, g)); greedy += g
+        if B == 1: ref = greedy
         tau, n_sp, same = sum(acc) / len(acc), sum(map(len, seqs)), seqs == ref
         hist = dict(sorted(collections.Counter(acc).items()))
         res[B] = (tau, n_sp / t_sp / (n_ar / t_ar), same)
@@ -118,8 +123,10 @@ def main():
     ap.add_argument('--drafter', default=None, help="the drafter's final/ folder (with --target)")
     ap.add_argument('--prompts', default='shipped:test', help='prompts for --target (shipped:test = the held-out split)')
     ap.add_argument('--batch-sizes', type=int, nargs='+', default=[1, 4])
-    ap.add_argument('--min-confidence', type=float, default=0.3,
+    ap.add_argument('--min-confidence', type=float, default=0.5,
                     help='--target: verify drafts only while the drafter gives them this probability (0 = the whole block)')
+    ap.add_argument('--max-draft', type=int, default=0,
+                    help='--target: verify at most N drafted/copied tokens per row per call (0 = the whole block)')
     ap.add_argument('--lookup', type=int, default=0,
                     help='--target: rows whose last 2..N tokens recur copy what followed them instead of drafting (0 = off)')
     ap.add_argument('--out', default='runs/spec')

@@ -645,16 +645,20 @@ def _with_copies(draft: Tensor, copies: list[list[int]]) -> tuple[Tensor, Tensor
 @torch.no_grad()
 def speculative_generate(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[int]], max_new_tokens: int = 32,
                          eos_token_id: Optional[int] = None, draft_fn=None, min_confidence: float = 0.0,
-                         lookup: int = 0) -> SpecOutput:
+                         lookup: int = 0, max_draft: int = 0) -> SpecOutput:
     """Greedy speculative decoding: the drafter proposes a block after the last committed token, the target verifies
     it in one cached causal pass and keeps the longest agreeing prefix plus its own next token (lossless).
     `min_confidence` cuts the drafts where the drafter is unsure (`draft_block`). `lookup=n` (n >= 2): a row whose last
     2..n tokens occurred before in its prompt or output proposes what followed them (`lookup_draft`) instead; the drafter
-    runs only when some row has nothing to copy, and then (batch > 1) copies are cut to the drafter's width. `draft_fn`
+    runs only when some row has nothing to copy, and then (batch > 1) copies are cut to the drafter's width. `max_draft=m`
+    verifies at most `m` drafted or copied tokens per row per call (0: up to `block_size - 1`), for hardware where
+    every verified row costs (a CPU: see the cost profile below). `draft_fn`
     (default `draft_block`) may be swapped for tests, e.g. an oracle that knows the answer; it may return fewer than
     `block_size - 1` drafts."""
     if lookup == 1 or lookup < 0: raise ValueError(f"lookup={lookup}: copy after a recurring suffix of 2..n tokens (n >= 2), or 0 = off")
+    if max_draft < 0: raise ValueError(f"max_draft={max_draft}: verify at most this many drafts per call (>= 1), or 0 = the whole block")
     dev, bs = next(drafter.parameters()).device, drafter.config.block_size
+    width = min(max_draft or bs - 1, bs - 1)                               # drafts verified per row per call
     draft_fn = draft_fn or partial(draft_block, min_confidence=min_confidence)
     ids, am = _left_pad(prompt_ids, dev)
     pos, cache = (am.cumsum(1) - 1).clamp_min(0), KVBuffer(drafter.target.config.get_text_config().num_hidden_layers, len(ids), dev)
@@ -665,11 +669,11 @@ def speculative_generate(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[i
     done = [t == eos_token_id or max_new_tokens <= 1 for t in anchor.tolist()]
     acc, rows, calls = [], [[] for _ in range(B)], 1
     while not all(done):
-        copies = [[] if d else lookup_draft(list(p) + t, bs - 1, lookup) for p, t, d in zip(prompt_ids, toks, done)] \
+        copies = [[] if d else lookup_draft(list(p) + t, width, lookup) for p, t, d in zip(prompt_ids, toks, done)] \
                  if lookup else [[]] * B
         if all(c for c, d in zip(copies, done) if not d): draft = anchor.new_zeros(B, 0)   # every live row copies
         else:
-            draft = draft_fn(drafter, anchor, nxt, ctx, ctx_pos, cache.valid).to(dev)
+            draft = draft_fn(drafter, anchor, nxt, ctx, ctx_pos, cache.valid).to(dev)[:, :width]
             if B > 1: copies = [c[:draft.shape[1]] for c in copies]     # one row's copy never widens the batch's block
         draft, ok = _with_copies(draft, copies) if any(copies) else (draft, torch.ones_like(draft, dtype=torch.bool))
         L = draft.shape[1] + 1; j = torch.arange(L, device=dev); bpos = nxt[:, None] + j   # anchor + drafts
@@ -692,9 +696,10 @@ def speculative_generate(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[i
 @torch.no_grad()
 def replay_acceptance(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[int]], responses: Sequence[Sequence[int]],
                       max_new_tokens: int, eos_token_id: Optional[int] = None, min_confidence: float = 0.0,
-                      lookup: int = 0) -> list[int]:
+                      lookup: int = 0, max_draft: int = 0) -> list[int]:
     "The accept lengths `speculative_generate` records at batch 1 on prompts whose target greedy responses are `responses`."
     bs, acc = drafter.config.block_size, []
+    width = min(max_draft or bs - 1, bs - 1)
     for p, r in zip(prompt_ids, responses):
         seq, P = torch.tensor([list(p) + list(r)]), len(p)
         T, one = seq.shape[1], torch.ones_like(seq)
@@ -705,10 +710,10 @@ def replay_acceptance(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[int]
             pr, idx = logits.float().softmax(-1).max(-1)
             drafts, conf = drafter.to_token_ids(idx).view(-1, bs)[:, 1:], pr.view(-1, bs)[:, 1:]
             hit = (drafts == bl_.targets.view(-1, bs)[:, 1:]) & (bl_.position_ids.view(-1, bs)[:, 1:] < T) & (conf >= min_confidence)
-            agree = hit.long().cumprod(1).sum(1).tolist()
+            agree = hit[:, :width].long().cumprod(1).sum(1).tolist()
         n, i, done = 1, 0, r[0] == eos_token_id or max_new_tokens <= 1       # the prefill commits the first token
         while not done:
-            c = lookup_draft(list(p) + list(r[:i + 1]), bs - 1, lookup) if lookup else []
+            c = lookup_draft(list(p) + list(r[:i + 1]), width, lookup) if lookup else []
             if c: a = next((m for m, (x, y) in enumerate(zip(c, r[i + 1:])) if x != y), min(len(c), len(r) - i - 1))
             else: a = agree[i] if i < len(agree) else 0
             new = list(r[i + 1:i + 2 + a]); acc.append(a + 1); n += a + 1; i += a + 1
@@ -740,7 +745,7 @@ def speculative_cli(args, prompts: list[str]) -> int:
     for s in range(0, len(prompts), args.batch_size):
         batch = prompts[s:s + args.batch_size]
         out = speculative_generate(drafter, encode_prompts(batch, tok, chat=not args.raw), args.max_new_tokens, tok.eos_token_id,
-                                   min_confidence=args.min_confidence, lookup=args.lookup)
+                                   min_confidence=args.min_confidence, lookup=args.lookup, max_draft=args.max_draft)
         for p, ids in zip(batch, out.sequences): print(f"{p} -> {tok.decode(ids)}", flush=True)
         acc += out.accept_lengths
     print(f"mean acceptance length: {sum(acc) / max(1, len(acc)):.2f} tokens per target call")

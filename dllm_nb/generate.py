@@ -201,6 +201,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument('--speculative', action='store_true', help='--checkpoint is a DFlash drafter: greedy speculative decoding of its target')
     ap.add_argument('--min-confidence', type=float, default=0.0, help='--speculative: verify drafts only while the drafter gives them this probability')
     ap.add_argument('--lookup', type=off_or_at_least(2), default=0, help='--speculative: copy what followed a recurring 2..N-token suffix instead of drafting (0 = off)')
+    ap.add_argument('--max-draft', type=at_least(0), default=0, help='--speculative: verify at most N drafted/copied tokens per call (0 = the whole block; on a CPU 3-4)')
     ap.add_argument('--verified', action='store_true', help='block_diffusion with shift_logits: the canvas drafts, the encoder verifies (its greedy output)')
     ap.add_argument('--max-draft-rows', type=at_least(0), default=None,
                     help='--verified: draft only while at most this many rows are live (above: plain greedy; a CPU at batch 16 '

@@ -46,7 +46,7 @@ def test_dflash_cli_train_and_speculative(tmp_path):
     assert conf['target'] == str((tmp_path / 'target').resolve()) and conf['layer_ids'] == [0, 1]
     assert {p.name: p.read_bytes() for p in (tmp_path / 'target').iterdir()} == target_bytes    # the target is untouched
     prompts = ['What is 123 + 456?', 'Reverse the words: cat dog sun']
-    g = run(['-m', 'dllm_nb.generate', '--checkpoint', str(final), '--speculative', '--max-new-tokens', '12', '--lookup', '3',
+    g = run(['-m', 'dllm_nb.generate', '--checkpoint', str(final), '--speculative', '--max-new-tokens', '12', '--lookup', '3', '--max-draft', '3',
              *sum((['--prompt', p] for p in prompts), [])])
     assert 'mean acceptance length' in g.stdout and all(f'{p} -> ' in g.stdout for p in prompts)
     drafter = DFlashDrafter.from_pretrained(final)

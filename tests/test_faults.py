@@ -581,6 +581,7 @@ def test_second_run_of_a_locked_folder_exit_2_names_holder(tmp_path, capsys):
     ('generate', ['--prompt', 'hi', '--temperature', '-1'], 'argument --temperature: must be in [0, inf], got -1.0'),
     ('generate', ['--prompt', 'hi', '--threshold', '1.5'], 'argument --threshold: must be in [0, 1], got 1.5'),
     ('generate', ['--prompt', 'hi', '--speculative', '--lookup', '1'], 'argument --lookup: must be 0 (off) or >= 2, got 1'),
+    ('generate', ['--prompt', 'hi', '--speculative', '--max-draft', '-1'], 'argument --max-draft: must be >= 0, got -1'),
 ])
 def test_cli_counts_checked_before_loading(tmp_path, monkeypatch, capsys, cmd, args, expect):
     "Issue 24 item 7: counts < 1 are usage errors (exit 2, one line), found before the model loads."
