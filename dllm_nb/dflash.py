@@ -14,7 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex_attention
-from .core import STREAMS, native_bf16, row_generators
+from .core import STREAMS, row_generators, slow_bf16_warning
 from .loss import LossParts
 from .stages import Batch, Counts, Stage
 from .registry import Mode, register_mode, section_values
@@ -561,9 +561,8 @@ def build_dflash_model(cfg, tokenizer) -> tuple[DFlashDrafter, None]:
                                             [t for t in (tokenizer.eos_token_id,) if t is not None]))
     if x.train_feature_dtype == 'bfloat16' and x.target_dtype == 'float32':
         drafter.feature_dtype = torch.bfloat16
-        if next(target.parameters()).device.type == 'cpu' and not native_bf16():
-            print('warning: dflash.train_feature_dtype=bfloat16 on a CPU without bf16 dot products (no avx512_bf16 / amx_bf16): '
-                  'computing the target\'s features takes ~8x longer than in float32 here; set dflash.train_feature_dtype=float32', file=sys.stderr)
+        if w := slow_bf16_warning('dflash.train_feature_dtype=bfloat16', next(target.parameters()).device):
+            print(f'warning: {w} (computing the target\'s features)', file=sys.stderr)
     if x.cache_target_features: warm_feature_cache(drafter, rows, path=x.feature_file)
     return drafter, None
 

@@ -17,7 +17,7 @@ from .checkpoint import (finite_checkpoints, holds_lock, lock_run_dir, resume_ch
                                 unlock_run_dir, weights_finite)
 from .checkpoint import RERUN_HINT, RUN_FILES, preflight   # noqa: F401  (their old home; the CLI imports them here)
 from .config import ConfigError, mode_block_size, save_config
-from .core import native_bf16, sample_seed, sample_seeds, stream_seed
+from .core import sample_seed, sample_seeds, slow_bf16_warning, stream_seed
 from .data import DataError, load_sft_dataset, load_tokenizer, used_train_sizes
 from .distributed import (DistInfo, GlobalBatchSampler, all_reduce_sum, clip_grad_norm_, set_grad_sync, step_loader,
                                  wrap_model)
@@ -141,9 +141,7 @@ class Trainer:
         self.strategy = build_strategy(cfg, self.tokenizer, self.mask_token_id, self.vocab_size)
         self.num_params = sum(p.numel() for p in self.model.parameters())
         self.mp_dtype = torch.bfloat16 if cfg.model.dtype == 'bfloat16' else None   # compute dtype; weights stay fp32
-        if self.mp_dtype and self.dist.device.type == 'cpu' and not native_bf16():
-            logger.warning("model.dtype=bfloat16 on a CPU without bf16 dot products (no avx512_bf16 / amx_bf16): its matmuls "
-                           "are emulated, ~8x slower than float32 for SmolLM2 on an AVX2-only CPU; set model.dtype=float32")
+        if self.mp_dtype and (w := slow_bf16_warning('model.dtype=bfloat16', self.dist.device)): logger.warning(w)
         self.model = wrap_model(self.model, self.dist, fsdp=cfg.train.fsdp, mp_dtype=self.mp_dtype)
         if cfg.train.compile: self.model.compile()                     # in place: state-dict keys stay the same
         t = cfg.train
