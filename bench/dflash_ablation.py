@@ -34,6 +34,7 @@ def refs_for(target, tok, prompts, n_tokens, path: Path):
 def main():
     from dllm_nb.data import load_tokenizer
     from dllm_nb.dflash import DFlashDrafter, load_target, read_prompts, replay_acceptance
+    from dllm_nb.generate import at_least, off_or_at_least
     ap = argparse.ArgumentParser()
     ap.add_argument('--target', required=True)
     ap.add_argument('--drafters', nargs='+', required=True, help="drafters' final/ folders")
@@ -41,8 +42,8 @@ def main():
     ap.add_argument('--n', type=int, default=None)
     ap.add_argument('--max-new-tokens', type=int, default=64)
     ap.add_argument('--min-confidence', type=float, default=0.5)
-    ap.add_argument('--max-draft', type=int, default=0, help='verify at most N drafts per call in every column (0 = whole blocks)')
-    ap.add_argument('--lookup', type=int, default=0, help='also tau@min-confidence with copies after a recurring 2..N-gram')
+    ap.add_argument('--max-draft', type=at_least(0), default=0, help='verify at most N drafts per call in every column (0 = whole blocks)')
+    ap.add_argument('--lookup', type=off_or_at_least(2), default=0, help='also tau@min-confidence with copies after a recurring 2..N-gram')
     ap.add_argument('--refs', default='runs/dflash_refs.json', help='cache of the target greedy responses')
     args = ap.parse_args()
     torch.set_num_threads(1)

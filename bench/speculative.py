@@ -27,7 +27,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dllm_nb.data import task_examples  # noqa: E402
 from dllm_nb.dflash import DFlashDrafter, draft_block, speculative_generate, target_greedy  # noqa: E402
-from dllm_nb.generate import encode_prompts  # noqa: E402
+from dllm_nb.generate import at_least, encode_prompts, off_or_at_least  # noqa: E402
 
 
 def train_target(out: Path, steps: int):
@@ -125,9 +125,9 @@ def main():
     ap.add_argument('--batch-sizes', type=int, nargs='+', default=[1, 4])
     ap.add_argument('--min-confidence', type=float, default=0.5,
                     help='--target: verify drafts only while the drafter gives them this probability (0 = the whole block)')
-    ap.add_argument('--max-draft', type=int, default=0,
+    ap.add_argument('--max-draft', type=at_least(0), default=0,
                     help='--target: verify at most N drafted/copied tokens per row per call (0 = the whole block)')
-    ap.add_argument('--lookup', type=int, default=0,
+    ap.add_argument('--lookup', type=off_or_at_least(2), default=0,
                     help='--target: rows whose last 2..N tokens recur copy what followed them instead of drafting (0 = off)')
     ap.add_argument('--out', default='runs/spec')
     ap.add_argument('--target-steps', type=int, default=600)
