@@ -1,6 +1,6 @@
 """The docs: no widget state in committed notebooks, the offline site (every page, its pictures, its API reference,
 working links), and the masks page as headless Chromium renders it (skipped without chromium)."""
-import fcntl, re, sys, tempfile
+import fcntl, hashlib, re, sys, tempfile
 from pathlib import Path
 
 import nbformat
@@ -34,7 +34,8 @@ def test_strip_widgets_removes_state_keeps_outputs():
 def site():
     "Build `_site/` (or reuse it when newer than every notebook, module and the build script), one build at a time."
     sources = [*NBS, *(ROOT / 'dllm_nb').glob('*.py'), ROOT / 'tools' / 'build_docs.py']
-    with open(Path(tempfile.gettempdir()) / f'dllm_nb_site_{abs(hash(str(ROOT)))}.lock', 'w') as lock:                 # pytest -n 2: one worker builds, the other waits
+    key = hashlib.sha1(str(ROOT).encode()).hexdigest()[:12]     # not hash(): str hashes differ between processes (xdist workers)
+    with open(Path(tempfile.gettempdir()) / f'dllm_nb_site_{key}.lock', 'w') as lock:   # pytest -n 2: one worker builds, the other waits
         fcntl.flock(lock, fcntl.LOCK_EX)
         index = SITE / 'index.html'
         if not index.exists() or index.stat().st_mtime < max(p.stat().st_mtime for p in sources):
