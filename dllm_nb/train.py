@@ -11,8 +11,8 @@ from .config import ConfigError, config_help, load_config, mode_block_size, save
 from .modes import MODES, get_mode
 
 # %% auto 0
-__all__ = ['parse_args', 'list_keys', 'resume_command', 'run_metadata', 'card_examples', 'model_card', 'write_model_card',
-           'export_final', 'write_final', 'summarize', 'report_builtin', 'print_stdout', 'main']
+__all__ = ['ROSE_BY', 'parse_args', 'list_keys', 'resume_command', 'run_metadata', 'card_examples', 'model_card',
+           'write_model_card', 'export_final', 'write_final', 'summarize', 'report_builtin', 'print_stdout', 'main']
 
 # %% ../nbs/11_train.ipynb
 def parse_args(argv=None) -> argparse.Namespace:
@@ -179,13 +179,21 @@ def write_final(model, tok, cfg, mask_id, out_dir: str | Path, steps: int | None
     return model.eval()
 
 # %% ../nbs/11_train.ipynb
+ROSE_BY = 0.02   # summarize flags a final validation loss this much (relative) above the run's lowest
+
 def summarize(records: list[dict]) -> str:
-    "One line on how validation loss moved during the run."
+    """One line on how validation loss moved during the run, and a second when it ended `ROSE_BY` or more above its
+    lowest point (usually: the model memorised its training rows after that step)."""
     val = [r for r in records if 'val_loss' in r]
     if not val: return 'no validation ran'
     a, b = val[0], val[-1]
-    return (f"validation loss {a['val_loss']:.4f} (step {a['step']}) -> {b['val_loss']:.4f} (step {b['step']}), "
+    best = min(val, key=lambda r: r['val_loss'])
+    line = (f"validation loss {a['val_loss']:.4f} (step {a['step']}) -> {b['val_loss']:.4f} (step {b['step']}), "
             f"{100 * (1 - b['val_loss'] / a['val_loss']):.1f}% lower")
+    if b['val_loss'] < best['val_loss'] * (1 + ROSE_BY): return line
+    return (line + f"\nwarning: the lowest validation loss was {best['val_loss']:.4f} at step {best['step']}; the final one is "
+            f"{100 * (b['val_loss'] / best['val_loss'] - 1):.0f}% above it (usually memorising the training rows): train about "
+            f"{best['step']} steps (train.max_steps), or on more data")
 
 # %% ../nbs/11_train.ipynb
 def report_builtin(model, tokenizer, cfg, n: int = 100) -> dict:
