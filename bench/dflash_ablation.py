@@ -8,6 +8,10 @@ scored by `replay_acceptance` (one teacher-forced drafter pass per prompt): the 
 batch 1 would record, so tau here is the bench's tau without its minutes of decoding. Columns: tau with whole blocks
 verified and with drafts cut below `--min-confidence` (the bench's default), the share of calls whose first draft
 was accepted, with `--lookup N` tau@min-confidence when rows copy after a recurring 2..N-gram (`lookup_draft`), and the drafter's settings that differ between the rows. One row per drafter, in the order given.
+
+`--per-offset` adds, per drafter, the teacher-forced accuracy at each block offset (`offset_accuracy`) on the held-out
+responses, the same with the target's features zeroed (how much the drafter leans on them), and with `--seen FILE` (the
+distilled chat JSONL it was trained on) on that file's first `--n` rows: the gap between seen and held-out rows.
 """
 import argparse, json, sys, time
 from pathlib import Path
@@ -31,9 +35,22 @@ def refs_for(target, tok, prompts, n_tokens, path: Path):
     return ids, resp
 
 
+def seen_rows(path, tok, n, n_tokens):
+    "Prompt ids and (cut) response ids of the first `n` rows of a distilled chat JSONL, tokenized as in training."
+    from dllm_nb.data import read_json_rows
+    P, R = [], []
+    for row in read_json_rows(path)[0][:n]:
+        msgs = row['messages']
+        p = tok.apply_chat_template(msgs[:-1], add_generation_prompt=True, tokenize=True, return_dict=True)['input_ids']
+        full = tok.apply_chat_template(msgs, tokenize=True, return_dict=True)['input_ids']
+        if full[:len(p)] != p: raise SystemExit(f'{path}: row {len(P)} does not render as its prompt + a response')
+        P.append(list(p)); R.append(list(full[len(p):len(p) + n_tokens]))
+    return P, R
+
+
 def main():
     from dllm_nb.data import load_tokenizer
-    from dllm_nb.dflash import DFlashDrafter, load_target, read_prompts, replay_acceptance
+    from dllm_nb.dflash import DFlashDrafter, load_target, offset_accuracy, read_prompts, replay_acceptance
     from dllm_nb.generate import at_least, off_or_at_least
     ap = argparse.ArgumentParser()
     ap.add_argument('--target', required=True)
@@ -45,12 +62,16 @@ def main():
     ap.add_argument('--max-draft', type=at_least(0), default=0, help='verify at most N drafts per call in every column (0 = whole blocks)')
     ap.add_argument('--lookup', type=off_or_at_least(2), default=0, help='also tau@min-confidence with copies after a recurring 2..N-gram')
     ap.add_argument('--refs', default='runs/dflash_refs.json', help='cache of the target greedy responses')
+    ap.add_argument('--per-offset', action='store_true', help='also print accuracy by block offset (held-out, features zeroed, --seen)')
+    ap.add_argument('--seen', default=None, help='with --per-offset: a distilled chat JSONL the drafters were trained on')
     args = ap.parse_args()
     torch.set_num_threads(1)
     tok, target = load_tokenizer(args.target), load_target(args.target)
     prompts = read_prompts(args.prompts)[:args.n]
     first = json.loads((Path(args.drafters[0]) / 'dflash_config.json').read_text())
     ids, resp = refs_for(target, tok, prompts, args.max_new_tokens + first['block_size'], Path(args.refs))
+    if args.seen and not args.per_offset: ap.error('--seen is read only with --per-offset')
+    seen = seen_rows(args.seen, tok, len(prompts), args.max_new_tokens + first['block_size']) if args.seen else None
     confs = [json.loads((Path(d) / 'dflash_config.json').read_text()) for d in args.drafters]
     varying = [k for k in confs[0] if k not in ('target', 'target_info') and len({json.dumps(c.get(k)) for c in confs}) > 1]
     print(f'{len(prompts)} held-out prompts, max_new_tokens {args.max_new_tokens}; tau = tokens committed per target call at batch 1 (replayed)')
@@ -65,6 +86,12 @@ def main():
         print(f'{d:<36} {sum(full) / len(full):>5.2f} {sum(cut) / len(cut):>8.2f} {sum(a > 1 for a in full) / len(full):>6.2f}'
               + (f' {sum(copy) / len(copy):>9.2f}' if lk else '') + '  '
               + ' '.join(f'{k}={c.get(k)}' for k in varying), flush=True)
+        if args.per_offset:
+            show = lambda name, a: print(f"    {name:<32} {' '.join(f'{x:.2f}' for x in a.tolist())}", flush=True)
+            print(f"    accuracy at block offsets 1..{c['block_size'] - 1}:")
+            show('held-out', offset_accuracy(dr, ids, resp))
+            show("held-out, target's features 0", offset_accuracy(dr, ids, resp, zero_context=True))
+            if seen: show(f'seen ({len(seen[0])} rows of --seen)', offset_accuracy(dr, *seen))
 
 
 if __name__ == '__main__':

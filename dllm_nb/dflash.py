@@ -24,14 +24,15 @@ from .strategies import register_strategy
 from fastcore.imports import IN_NOTEBOOK
 
 # %% auto 0
-__all__ = ['ANCHOR_SAMPLING', 'MASKED', 'DRAFTER_CONFIG', 'DRAFTER_WEIGHTS', 'WEIGHT_QUANTUM', 'DFLASH', 'PROMPT_SET',
-           'EXTRA_PROMPTS', 'MORE_PROMPTS', 'anchor_candidates', 'sample_anchors', 'Blocks', 'make_blocks',
-           'dflash_mask_mod', 'dflash_mask', 'dflash_block_mask', 'DrafterConfig', 'default_layer_ids', 'default_gamma',
-           'rope', 'DrafterLayer', 'DFlashDrafter', 'target_features', 'load_target', 'decay_weights',
+__all__ = ['ANCHOR_SAMPLING', 'MASKED', 'DRAFTER_CONFIG', 'DRAFTER_WEIGHTS', 'WEIGHT_QUANTUM', 'DFLASH', 'CPU_SPECULATIVE',
+           'PROMPT_SET', 'EXTRA_PROMPTS', 'MORE_PROMPTS', 'anchor_candidates', 'sample_anchors', 'Blocks',
+           'make_blocks', 'dflash_mask_mod', 'dflash_mask', 'dflash_block_mask', 'DrafterConfig', 'default_layer_ids',
+           'default_gamma', 'rope', 'DrafterLayer', 'DFlashDrafter', 'target_features', 'load_target', 'decay_weights',
            'quantized_weights', 'block_weights', 'dflash_loss', 'Anchored', 'DFlashSettings', 'DFlashStrategy',
            'draft_vocab', 'warm_feature_cache', 'target_rope_theta', 'init_from_target', 'build_dflash_model',
            'SpecOutput', 'draft_block', 'lookup_draft', 'speculative_generate', 'replay_acceptance', 'target_greedy',
-           'speculative_cli', 'prompt_set', 'read_prompts', 'self_distill', 'main']
+           'offset_accuracy', 'speculative_settings', 'speculative_cli', 'prompt_set', 'read_prompts', 'self_distill',
+           'main']
 
 # %% ../nbs/15_dflash.ipynb
 ANCHOR_SAMPLING = ('independent', 'non_overlapping')
@@ -692,6 +693,26 @@ def speculative_generate(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[i
     return SpecOutput([cut_at_eos(r[:max_new_tokens], eos_token_id) for r in toks], acc, rows, calls)
 
 # %% ../nbs/15_dflash.ipynb
+def _replayed_blocks(drafter: DFlashDrafter, prompt: Sequence[int], response: Sequence[int], zero_context: bool = False):
+    """One teacher-forced drafter pass over `prompt + response` with an anchor at each response position but the last, as
+    in training: `(drafts, confidences, tokens, inside)`, each `[anchors, block_size - 1]` (`tokens`: the response's
+    token at each drafted position, `inside`: the position exists); None for a one-token response. `zero_context`:
+    the target's features replaced by zeros (how much the drafter's guesses lean on them)."""
+    bs, dev, P = drafter.config.block_size, next(drafter.parameters()).device, len(prompt)
+    seq = torch.tensor([list(prompt) + list(response)], device=dev)
+    T, one = seq.shape[1], torch.ones_like(seq)
+    an = torch.arange(P, max(P, T - 1), device=dev)[None]
+    if not an.numel(): return None
+    bl = make_blocks(seq, one, one, an, torch.ones_like(an, dtype=torch.bool), bs)
+    feats = drafter.context_features(seq, one)
+    if zero_context: feats = torch.zeros_like(feats)
+    logits = drafter(bl.ids, bl.position_ids, dflash_mask(an, one, bs), ctx=drafter.project(feats),
+                     ctx_position_ids=torch.arange(T, device=dev)[None], last_ctx=(bl.position_ids - bl.offset - 1).clamp_min(0))
+    pr, idx = logits.float().softmax(-1).max(-1)
+    cut = lambda t: t.view(-1, bs)[:, 1:]
+    return cut(drafter.to_token_ids(idx)), cut(pr), cut(bl.targets), cut(bl.position_ids) < T
+
+# %% ../nbs/15_dflash.ipynb
 @torch.no_grad()
 def replay_acceptance(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[int]], responses: Sequence[Sequence[int]],
                       max_new_tokens: int, eos_token_id: Optional[int] = None, min_confidence: float = 0.0,
@@ -700,21 +721,15 @@ def replay_acceptance(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[int]
     bs, acc = drafter.config.block_size, []
     width = min(max_draft or bs - 1, bs - 1)
     for p, r in zip(prompt_ids, responses):
-        seq, P = torch.tensor([list(p) + list(r)]), len(p)
-        T, one = seq.shape[1], torch.ones_like(seq)
-        an_ = torch.arange(P, max(P, T - 1))[None]
-        if an_.numel():
-            bl_ = make_blocks(seq, one, one, an_, torch.ones_like(an_, dtype=torch.bool), bs)
-            logits = drafter(bl_.ids, bl_.position_ids, dflash_mask(an_, one, bs), input_ids=seq, attention_mask=one)
-            pr, idx = logits.float().softmax(-1).max(-1)
-            drafts, conf = drafter.to_token_ids(idx).view(-1, bs)[:, 1:], pr.view(-1, bs)[:, 1:]
-            hit = (drafts == bl_.targets.view(-1, bs)[:, 1:]) & (bl_.position_ids.view(-1, bs)[:, 1:] < T) & (conf >= min_confidence)
-            agree = hit[:, :width].long().cumprod(1).sum(1).tolist()
+        agree, tf = [], _replayed_blocks(drafter, p, r)
+        if tf is not None:
+            drafts, conf, tokens, inside = tf
+            agree = ((drafts == tokens) & inside & (conf >= min_confidence))[:, :width].long().cumprod(1).sum(1).tolist()
         n, i, done = 1, 0, r[0] == eos_token_id or max_new_tokens <= 1       # the prefill commits the first token
         while not done:
             c = lookup_draft(list(p) + list(r[:i + 1]), width, lookup) if lookup else []
             if c: a = next((m for m, (x, y) in enumerate(zip(c, r[i + 1:])) if x != y), min(len(c), len(r) - i - 1))
-            else: a = agree[i] if i < len(agree) else 0
+            else: a = agree[i] if i < len(agree) else 0   # past the last anchor: nothing drafted
             new = list(r[i + 1:i + 2 + a]); acc.append(a + 1); n += a + 1; i += a + 1
             done = eos_token_id in new or n >= max_new_tokens or i >= len(r) - 1
     return acc
@@ -733,18 +748,43 @@ def target_greedy(target: nn.Module, prompt_ids: Sequence[Sequence[int]], max_ne
     return res
 
 # %% ../nbs/15_dflash.ipynb
+@torch.no_grad()
+def offset_accuracy(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[int]], responses: Sequence[Sequence[int]],
+                    zero_context: bool = False) -> Tensor:
+    """`[block_size - 1]`: over every anchor of the responses (where `replay_acceptance` puts them), the share whose
+    greedy draft at offset `k = 1, 2, ...` equals the response's token there; nan for an offset no anchor reaches."""
+    hits = n = 0
+    for p, r in zip(prompt_ids, responses):
+        tf = _replayed_blocks(drafter, p, r, zero_context)
+        if tf is None: continue
+        drafts, _, tokens, inside = tf
+        hits, n = hits + ((drafts == tokens) & inside).sum(0).cpu(), n + inside.sum(0).cpu()
+    if isinstance(n, int): return torch.full((drafter.config.block_size - 1,), float('nan'))
+    return hits / n
+
+# %% ../nbs/15_dflash.ipynb
+CPU_SPECULATIVE = dict(min_confidence=0.5, lookup=3, max_draft=4)     # fastest measured on SmolLM2, an AVX2 CPU (above)
+
+def speculative_settings(args, device) -> dict:
+    "`speculative_generate`'s knobs from the command line `args`; the ones left unset (None): on a CPU `CPU_SPECULATIVE`, elsewhere off."
+    base = CPU_SPECULATIVE if torch.device(device).type == 'cpu' else dict(min_confidence=0.0, lookup=0, max_draft=0)
+    return {k: base[k] if getattr(args, k) is None else getattr(args, k) for k in base}
+
+# %% ../nbs/15_dflash.ipynb
 def speculative_cli(args, prompts: list[str]) -> int:
     "`python -m dllm_nb.generate --checkpoint DRAFTER --speculative`: lossless greedy decoding of the drafter's target."
     from dllm_nb.core import default_device
     from dllm_nb.data import load_tokenizer
     from dllm_nb.sampling import encode_prompts
     if args.temperature: raise SystemExit(f"--speculative is greedy (lossless) only; got --temperature {args.temperature}.")
-    drafter = DFlashDrafter.from_pretrained(args.checkpoint, device=args.device or default_device())
+    device = args.device or default_device()
+    kw = speculative_settings(args, device)
+    print(f"speculative decoding on {device}: " + ' '.join(f"--{k.replace('_', '-')} {v}" for k, v in kw.items()), file=sys.stderr)
+    drafter = DFlashDrafter.from_pretrained(args.checkpoint, device=device)
     tok, acc = load_tokenizer(args.checkpoint), []
     for s in range(0, len(prompts), args.batch_size):
         batch = prompts[s:s + args.batch_size]
-        out = speculative_generate(drafter, encode_prompts(batch, tok, chat=not args.raw), args.max_new_tokens, tok.eos_token_id,
-                                   min_confidence=args.min_confidence, lookup=args.lookup, max_draft=args.max_draft)
+        out = speculative_generate(drafter, encode_prompts(batch, tok, chat=not args.raw), args.max_new_tokens, tok.eos_token_id, **kw)
         for p, ids in zip(batch, out.sequences): print(f"{p} -> {tok.decode(ids)}", flush=True)
         acc += out.accept_lengths
     print(f"mean acceptance length: {sum(acc) / max(1, len(acc)):.2f} tokens per target call")

@@ -199,9 +199,12 @@ def _parser() -> argparse.ArgumentParser:
                     help='decode in this dtype (default: as saved). On CPU, bfloat16 pays off only with native bf16 dot products '
                          '(AMD Zen 4, Intel AMX: bench/verified.py measures it); elsewhere it is far slower than float32')
     ap.add_argument('--speculative', action='store_true', help='--checkpoint is a DFlash drafter: greedy speculative decoding of its target')
-    ap.add_argument('--min-confidence', type=float, default=0.0, help='--speculative: verify drafts only while the drafter gives them this probability')
-    ap.add_argument('--lookup', type=off_or_at_least(2), default=0, help='--speculative: copy what followed a recurring 2..N-token suffix instead of drafting (0 = off)')
-    ap.add_argument('--max-draft', type=at_least(0), default=0, help='--speculative: verify at most N drafted/copied tokens per call (0 = the whole block; on a CPU 3-4)')
+    ap.add_argument('--min-confidence', type=at_least_float(0), default=None,
+                    help='--speculative: verify drafts only while the drafter gives them this probability (default: 0.5 on a CPU, else 0)')
+    ap.add_argument('--lookup', type=off_or_at_least(2), default=None,
+                    help='--speculative: copy what followed a recurring 2..N-token suffix instead of drafting (0 = off; default: 3 on a CPU, else 0)')
+    ap.add_argument('--max-draft', type=at_least(0), default=None,
+                    help='--speculative: verify at most N drafted/copied tokens per call (0 = the whole block; default: 4 on a CPU, else 0)')
     ap.add_argument('--verified', action='store_true', help='block_diffusion with shift_logits: the canvas drafts, the encoder verifies (its greedy output)')
     ap.add_argument('--max-draft-rows', type=at_least(0), default=None,
                     help='--verified: draft only while at most this many rows are live (above: plain greedy; a CPU at batch 16 '

@@ -46,9 +46,11 @@ def test_dflash_cli_train_and_speculative(tmp_path):
     assert conf['target'] == str((tmp_path / 'target').resolve()) and conf['layer_ids'] == [0, 1]
     assert {p.name: p.read_bytes() for p in (tmp_path / 'target').iterdir()} == target_bytes    # the target is untouched
     prompts = ['What is 123 + 456?', 'Reverse the words: cat dog sun']
-    g = run(['-m', 'dllm_nb.generate', '--checkpoint', str(final), '--speculative', '--max-new-tokens', '12', '--lookup', '3', '--max-draft', '3',
+    g = run(['-m', 'dllm_nb.generate', '--checkpoint', str(final), '--speculative', '--device', 'cpu', '--max-new-tokens', '12', '--max-draft', '3',
              *sum((['--prompt', p] for p in prompts), [])])
     assert 'mean acceptance length' in g.stdout and all(f'{p} -> ' in g.stdout for p in prompts)
+    # unset flags take the CPU defaults, a given one wins; the settings used are printed
+    assert 'speculative decoding on cpu: --min-confidence 0.5 --lookup 3 --max-draft 3' in g.stderr, g.stderr[-2000:]
     drafter = DFlashDrafter.from_pretrained(final)
     ids = encode_prompts(prompts, tok)
     out = speculative_generate(drafter, ids, 12, tok.eos_token_id)
