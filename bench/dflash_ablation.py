@@ -65,12 +65,12 @@ def main():
     ap.add_argument('--per-offset', action='store_true', help='also print accuracy by block offset (held-out, features zeroed, --seen)')
     ap.add_argument('--seen', default=None, help='with --per-offset: a distilled chat JSONL the drafters were trained on')
     args = ap.parse_args()
+    if args.seen and not args.per_offset: ap.error('--seen is read only with --per-offset')
     torch.set_num_threads(1)
     tok, target = load_tokenizer(args.target), load_target(args.target)
     prompts = read_prompts(args.prompts)[:args.n]
     first = json.loads((Path(args.drafters[0]) / 'dflash_config.json').read_text())
     ids, resp = refs_for(target, tok, prompts, args.max_new_tokens + first['block_size'], Path(args.refs))
-    if args.seen and not args.per_offset: ap.error('--seen is read only with --per-offset')
     seen = seen_rows(args.seen, tok, len(prompts), args.max_new_tokens + first['block_size']) if args.seen else None
     confs = [json.loads((Path(d) / 'dflash_config.json').read_text()) for d in args.drafters]
     varying = [k for k in confs[0] if k not in ('target', 'target_info') and len({json.dumps(c.get(k)) for c in confs}) > 1]
@@ -79,6 +79,7 @@ def main():
     print(f"{'drafter':<36} {'tau':>5} {f'tau@{args.min_confidence}':>8} {'1st ok':>6}" + (f' {lk:>9}' if lk else '') + '  settings')
     for d, c in zip(args.drafters, confs):
         dr = DFlashDrafter.from_pretrained(d, target=target)
+        dr.feature_cache = {}        # every column below replays the same rows: one target pass per row, not one per column
         full = replay_acceptance(dr, ids, resp, args.max_new_tokens, tok.eos_token_id, max_draft=args.max_draft)
         cut = replay_acceptance(dr, ids, resp, args.max_new_tokens, tok.eos_token_id, args.min_confidence, max_draft=args.max_draft)
         copy = replay_acceptance(dr, ids, resp, args.max_new_tokens, tok.eos_token_id, args.min_confidence, args.lookup,

@@ -753,14 +753,12 @@ def offset_accuracy(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[int]],
                     zero_context: bool = False) -> Tensor:
     """`[block_size - 1]`: over every anchor of the responses (where `replay_acceptance` puts them), the share whose
     greedy draft at offset `k = 1, 2, ...` equals the response's token there; nan for an offset no anchor reaches."""
-    hits = n = 0
+    hits, n = torch.zeros(drafter.config.block_size - 1), torch.zeros(drafter.config.block_size - 1)
     for p, r in zip(prompt_ids, responses):
-        tf = _replayed_blocks(drafter, p, r, zero_context)
-        if tf is None: continue
+        if (tf := _replayed_blocks(drafter, p, r, zero_context)) is None: continue
         drafts, _, tokens, inside = tf
-        hits, n = hits + ((drafts == tokens) & inside).sum(0).cpu(), n + inside.sum(0).cpu()
-    if isinstance(n, int): return torch.full((drafter.config.block_size - 1,), float('nan'))
-    return hits / n
+        hits += ((drafts == tokens) & inside).sum(0).cpu(); n += inside.sum(0).cpu()
+    return hits / n                                                    # 0 / 0 = nan where no anchor reaches
 
 # %% ../nbs/15_dflash.ipynb
 CPU_SPECULATIVE = dict(min_confidence=0.5, lookup=3, max_draft=4)     # fastest measured on SmolLM2, an AVX2 CPU (above)
