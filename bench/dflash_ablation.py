@@ -12,6 +12,11 @@ was accepted, with `--lookup N` tau@min-confidence when rows copy after a recurr
 `--per-offset` adds, per drafter, the teacher-forced accuracy at each block offset (`offset_accuracy`) on the held-out
 responses, the same with the target's features zeroed (how much the drafter leans on them), and with `--seen FILE` (the
 distilled chat JSONL it was trained on) on that file's first `--n` rows: the gap between seen and held-out rows.
+
+`--corpus FILE` (a distilled chat JSONL, e.g. the drafters' training data) adds the column `+corpus`: tau@min-confidence
+when rows with nothing to copy from their own context (`--lookup`) copy from the file's answers (`NgramIndex`, a
+continuation at least `--min-share` of the suffix's occurrences agree on) before the drafter runs, and a last row, the
+same copies with no drafter at all.
 """
 import argparse, json, sys, time
 from pathlib import Path
@@ -37,15 +42,9 @@ def refs_for(target, tok, prompts, n_tokens, path: Path):
 
 def seen_rows(path, tok, n, n_tokens):
     "Prompt ids and (cut) response ids of the first `n` rows of a distilled chat JSONL, tokenized as in training."
-    from dllm_nb.data import read_json_rows
-    P, R = [], []
-    for row in read_json_rows(path)[0][:n]:
-        msgs = row['messages']
-        p = tok.apply_chat_template(msgs[:-1], add_generation_prompt=True, tokenize=True, return_dict=True)['input_ids']
-        full = tok.apply_chat_template(msgs, tokenize=True, return_dict=True)['input_ids']
-        if full[:len(p)] != p: raise SystemExit(f'{path}: row {len(P)} does not render as its prompt + a response')
-        P.append(list(p)); R.append(list(full[len(p):len(p) + n_tokens]))
-    return P, R
+    from dllm_nb.dflash import chat_responses
+    P, R = chat_responses(path, tok)
+    return P[:n], [r[:n_tokens] for r in R[:n]]
 
 
 def main():
@@ -64,6 +63,8 @@ def main():
     ap.add_argument('--refs', default='runs/dflash_refs.json', help='cache of the target greedy responses')
     ap.add_argument('--per-offset', action='store_true', help='also print accuracy by block offset (held-out, features zeroed, --seen)')
     ap.add_argument('--seen', default=None, help='with --per-offset: a distilled chat JSONL the drafters were trained on')
+    ap.add_argument('--corpus', default=None, help="also tau with copies from this distilled chat JSONL's answers")
+    ap.add_argument('--min-share', type=float, default=0.5, help='--corpus: copy while this share of the occurrences agree')
     args = ap.parse_args()
     if args.seen and not args.per_offset: ap.error('--seen is read only with --per-offset')
     torch.set_num_threads(1)
@@ -71,12 +72,19 @@ def main():
     prompts = read_prompts(args.prompts)[:args.n]
     first = json.loads((Path(args.drafters[0]) / 'dflash_config.json').read_text())
     ids, resp = refs_for(target, tok, prompts, args.max_new_tokens + first['block_size'], Path(args.refs))
+    corpus = None
+    if args.corpus:
+        from dllm_nb.dflash import NgramIndex, chat_responses
+        seen_prompts, answers = chat_responses(args.corpus, tok)
+        if set(map(tuple, ids)) & set(map(tuple, seen_prompts)): raise SystemExit(f'--corpus {args.corpus} answers held-out prompts')
+        corpus = NgramIndex(answers, min_share=args.min_share)
     seen = seen_rows(args.seen, tok, len(prompts), args.max_new_tokens + first['block_size']) if args.seen else None
     confs = [json.loads((Path(d) / 'dflash_config.json').read_text()) for d in args.drafters]
     varying = [k for k in confs[0] if k not in ('target', 'target_info') and len({json.dumps(c.get(k)) for c in confs}) > 1]
     print(f'{len(prompts)} held-out prompts, max_new_tokens {args.max_new_tokens}; tau = tokens committed per target call at batch 1 (replayed)')
     lk = f'+lookup{args.lookup}' if args.lookup else ''
-    print(f"{'drafter':<36} {'tau':>5} {f'tau@{args.min_confidence}':>8} {'1st ok':>6}" + (f' {lk:>9}' if lk else '') + '  settings')
+    print(f"{'drafter':<36} {'tau':>5} {f'tau@{args.min_confidence}':>8} {'1st ok':>6}" + (f' {lk:>9}' if lk else '')
+          + (f" {'+corpus':>8}" if corpus else '') + '  settings')
     for d, c in zip(args.drafters, confs):
         dr = DFlashDrafter.from_pretrained(d, target=target)
         dr.feature_cache = {}        # every column below replays the same rows: one target pass per row, not one per column
@@ -84,8 +92,10 @@ def main():
         cut = replay_acceptance(dr, ids, resp, args.max_new_tokens, tok.eos_token_id, args.min_confidence, max_draft=args.max_draft)
         copy = replay_acceptance(dr, ids, resp, args.max_new_tokens, tok.eos_token_id, args.min_confidence, args.lookup,
                                  args.max_draft) if lk else []
+        rag = replay_acceptance(dr, ids, resp, args.max_new_tokens, tok.eos_token_id, args.min_confidence, args.lookup,
+                                args.max_draft, corpus=corpus) if corpus else []
         print(f'{d:<36} {sum(full) / len(full):>5.2f} {sum(cut) / len(cut):>8.2f} {sum(a > 1 for a in full) / len(full):>6.2f}'
-              + (f' {sum(copy) / len(copy):>9.2f}' if lk else '') + '  '
+              + (f' {sum(copy) / len(copy):>9.2f}' if lk else '') + (f' {sum(rag) / len(rag):>8.2f}' if corpus else '') + '  '
               + ' '.join(f'{k}={c.get(k)}' for k in varying), flush=True)
         if args.per_offset:
             show = lambda name, a: print(f"    {name:<32} {' '.join(f'{x:.2f}' for x in a.tolist())}", flush=True)
@@ -93,6 +103,11 @@ def main():
             show('held-out', offset_accuracy(dr, ids, resp))
             show("held-out, target's features 0", offset_accuracy(dr, ids, resp, zero_context=True))
             if seen: show(f'seen ({len(seen[0])} rows of --seen)', offset_accuracy(dr, *seen))
+
+    if corpus:
+        only = replay_acceptance(dr, ids, resp, args.max_new_tokens, tok.eos_token_id, lookup=args.lookup,
+                                 max_draft=args.max_draft, corpus=corpus, use_drafter=False)
+        print(f"copies only ({f'lookup {args.lookup} + ' if args.lookup else ''}{corpus}, no drafter): tau {sum(only) / len(only):.2f}")
 
 
 if __name__ == '__main__':

@@ -6,7 +6,9 @@ batch 1 and each `--batch-sizes` size: tau and its histogram, the target's greed
 same batch size), speculative tokens/s, speed-up and `identical` (every prompt token-identical to the target's own
 batch-1 greedy output), timed in process CPU time after one warm-up, the two alternating batch by batch (a run that
 timed all of one, then all of the other, moved by 8 % between two runs on a shared machine). Last line:
-`dflash on <target>: tau T, X.XXx tokens/s at batch 1, identical: True`.
+`dflash on <target>: tau T, X.XXx tokens/s at batch 1, identical: True`. `--corpus FILE` (the distilled chat JSONL):
+rows with nothing to copy from their own context copy from its answers (`NgramIndex`) before the drafter runs;
+`--no-drafter`: copies only (the bench refuses a corpus that answers any benched prompt).
 
 Tiny target (default):
 
@@ -66,12 +68,21 @@ def bench_real(args):
     target = drafter.target
     prompts = read_prompts(args.prompts)[:args.n]
     ids, eos, N = encode_prompts(prompts, tok), tok.eos_token_id, args.max_new_tokens
+    corpus = None
+    if args.corpus:                                       # retrieval drafts from the distilled answers
+        from dllm_nb.dflash import NgramIndex, chat_responses
+        seen_prompts, answers = chat_responses(args.corpus, tok)
+        corpus = NgramIndex(answers, min_share=args.min_share)
+        held = set(map(tuple, ids)) & set(map(tuple, seen_prompts))
+        if held: raise SystemExit(f'--corpus {args.corpus} answers {len(held)} of the benched prompts: use a file without them')
     target_greedy(target, ids[:1], 8, eos); speculative_generate(drafter, ids[:1], 8, eos)      # warm-up
     print(f'target {args.target}; drafter {args.drafter} (block size {drafter.config.block_size}, '
           f'{sum(p.numel() for p in drafter.parameters()) / 1e6:.2f}M parameters); {len(ids)} held-out prompts, '
           f'max_new_tokens {N}, drafts verified while the drafter gives them >= {args.min_confidence}'
           f'{f", copies from the context after a recurring 2..{args.lookup}-gram (lookup)" if args.lookup else ""}'
-          f'{f", at most {args.max_draft} drafts verified per call" if args.max_draft else ""}; times are process CPU '
+          f'{f", at most {args.max_draft} drafts verified per call" if args.max_draft else ""}'
+          f'{f", copies from {corpus} (>= {args.min_share} of its occurrences agree)" if corpus else ""}'
+          f'{", no drafter (copies only)" if args.no_drafter else ""}; times are process CPU '
           f'seconds (1 thread), the target and speculative decoding alternating batch by batch')
     print(f"{'batch':>5} {'tau':>5} {'target tok/s':>12} {'spec tok/s':>10} {'speed-up':>8} {'identical':>9}  accepted tokens per call")
     res, t_draft = {}, [0.0]
@@ -89,7 +100,8 @@ def bench_real(args):
         seqs, acc, t_draft[0], greedy = [], [], 0, []
         for i, s in enumerate(range(0, len(ids), B)):     # alternate, so a slower or faster spell of the machine hits both
             spec = lambda: cpu_timed(lambda: speculative_generate(drafter, ids[s:s + B], N, eos, draft_fn=timed_draft,
-                                                                  lookup=args.lookup, max_draft=args.max_draft))
+                                                                  lookup=args.lookup, max_draft=args.max_draft,
+                                                                  corpus=corpus, use_drafter=not args.no_drafter))
             if i % 2: (sp, dt), (g, dg) = spec(), target_batch(ids[s:s + B])
             else: (g, dg), (sp, dt) = target_batch(ids[s:s + B]), spec()
             t_sp += dt; seqs += sp.sequences; acc += sp.accept_lengths
@@ -129,6 +141,11 @@ def main():
                     help='--target: verify at most N drafted/copied tokens per row per call (0 = the whole block)')
     ap.add_argument('--lookup', type=off_or_at_least(2), default=0,
                     help='--target: rows whose last 2..N tokens recur copy what followed them instead of drafting (0 = off)')
+    ap.add_argument('--corpus', default=None,
+                    help='--target: a distilled chat JSONL (the drafter\'s training data): rows with nothing to copy from '
+                         'their context copy what followed the same suffix in its answers (NgramIndex)')
+    ap.add_argument('--min-share', type=float, default=0.5, help='--corpus: copy while this share of the occurrences agree')
+    ap.add_argument('--no-drafter', action='store_true', help='--target: copies only (lookup / corpus), the drafter never runs')
     ap.add_argument('--out', default='runs/spec')
     ap.add_argument('--target-steps', type=int, default=600)
     ap.add_argument('--drafter-steps', type=int, default=600)

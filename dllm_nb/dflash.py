@@ -30,9 +30,9 @@ __all__ = ['ANCHOR_SAMPLING', 'MASKED', 'DRAFTER_CONFIG', 'DRAFTER_WEIGHTS', 'WE
            'default_gamma', 'rope', 'DrafterLayer', 'DFlashDrafter', 'target_features', 'load_target', 'decay_weights',
            'quantized_weights', 'block_weights', 'dflash_loss', 'Anchored', 'DFlashSettings', 'DFlashStrategy',
            'draft_vocab', 'warm_feature_cache', 'target_rope_theta', 'init_from_target', 'build_dflash_model',
-           'SpecOutput', 'draft_block', 'lookup_draft', 'speculative_generate', 'replay_acceptance', 'target_greedy',
-           'offset_accuracy', 'speculative_settings', 'speculative_cli', 'prompt_set', 'read_prompts', 'self_distill',
-           'main']
+           'SpecOutput', 'draft_block', 'lookup_draft', 'NgramIndex', 'chat_responses', 'speculative_generate',
+           'replay_acceptance', 'target_greedy', 'offset_accuracy', 'speculative_settings', 'speculative_cli',
+           'prompt_set', 'read_prompts', 'self_distill', 'main']
 
 # %% ../nbs/15_dflash.ipynb
 ANCHOR_SAMPLING = ('independent', 'non_overlapping')
@@ -631,6 +631,10 @@ def lookup_draft(history: Sequence[int], k: int, max_ngram: int = 3, min_ngram: 
             if h[s:s + n] == suffix: return h[s + n:s + n + k]
     return []
 
+def _copy(history: list[int], k: int, lookup: int, corpus=None) -> list[int]:
+    "A row's copy: from its own context (`lookup_draft`, when `lookup`), else from `corpus` (an `NgramIndex`), else `[]`."
+    return (lookup_draft(history, k, lookup) if lookup else []) or (corpus.draft(history, k) if corpus is not None else [])
+
 def _with_copies(draft: Tensor, copies: list[list[int]]) -> tuple[Tensor, Tensor]:
     "Rows with a copy take it instead of their drafts: `(drafts [B, W], which of them count [B, W])`, right-padded."
     B, k = draft.shape
@@ -642,17 +646,76 @@ def _with_copies(draft: Tensor, copies: list[list[int]]) -> tuple[Tensor, Tensor
     return out, ok
 
 # %% ../nbs/15_dflash.ipynb
+class NgramIndex:
+    "Retrieval drafts from a corpus of token sequences: the continuation most occurrences of the current suffix agree on."
+    def __init__(self, seqs: Sequence[Sequence[int]], max_ngram: int = 4, min_ngram: int = 1, max_votes: int = 64,
+                 min_share: float = 0.5):
+        if not 1 <= min_ngram <= max_ngram: raise ValueError(f"NgramIndex: need 1 <= min_ngram ({min_ngram}) <= max_ngram ({max_ngram})")
+        if not 0 <= min_share <= 1: raise ValueError(f"NgramIndex: min_share={min_share} is a share of occurrences, in [0, 1]")
+        self.seqs, self.max_ngram, self.min_ngram, self.max_votes = [list(s) for s in seqs], max_ngram, min_ngram, max_votes
+        self.min_share = min_share
+        self.index, self._memo = {}, {}
+        for i, s in enumerate(self.seqs):
+            for j in range(1, len(s)):                                     # an n-gram ending before j, and s[j] follows it
+                for n in range(min_ngram, min(max_ngram, j) + 1):
+                    occ = self.index.setdefault(tuple(s[j - n:j]), [])
+                    if len(occ) < max_votes: occ.append((i, j))
+
+    def __len__(self): return sum(map(len, self.seqs))
+    def __repr__(self): return f'NgramIndex({len(self.seqs)} sequences, {len(self)} tokens, {self.min_ngram}..{self.max_ngram}-grams)'
+
+    def draft(self, history: Sequence[int], k: int) -> list[int]:
+        """Up to `k` tokens after the longest indexed suffix of `history` (voted), as long as at least `min_share` of its
+        occurrences continue that way; `[]` when no suffix of `min_ngram` tokens occurs."""
+        h = tuple(history[-self.max_ngram:])
+        for n in range(min(self.max_ngram, len(h)), self.min_ngram - 1, -1):
+            key = h[len(h) - n:]
+            if key in self.index: break
+        else: return []
+        if (key, k) not in self._memo:
+            occ, out = self.index[key], []
+            n0 = len(occ)
+            for d in range(k):
+                votes = {}
+                for i, j in occ:
+                    if j + d < len(self.seqs[i]): t = self.seqs[i][j + d]; votes[t] = votes.get(t, 0) + 1
+                if not votes: break
+                t = max(votes, key=votes.get)                              # ties: the first occurrence's token
+                occ = [(i, j) for i, j in occ if j + d < len(self.seqs[i]) and self.seqs[i][j + d] == t]
+                out.append((t, len(occ) / n0))                            # the share of occurrences that go this way
+            self._memo[key, k] = out
+        return [t for t, share in self._memo[key, k] if share >= self.min_share]
+
+def chat_responses(path, tokenizer) -> tuple[list[list[int]], list[list[int]]]:
+    """`(prompt ids, response ids)` of every row of a chat JSONL whose last turn is the answer (a distilled file), each
+    rendered with `tokenizer`'s chat template as in training; a row that does not render as its prompt + a response is an error."""
+    from dllm_nb.data import DataError, read_json_rows
+    P, R = [], []
+    for row, line in zip(*read_json_rows(path)):
+        msgs = row.get('messages')
+        if not isinstance(msgs, list) or len(msgs) < 2 or not isinstance(msgs[-1], dict) or msgs[-1].get('role') != 'assistant':
+            raise DataError(f"{path}:{line}: need 'messages' ending in an assistant turn (a file written by `dflash distill`)")
+        p = tokenizer.apply_chat_template(msgs[:-1], add_generation_prompt=True, tokenize=True, return_dict=True)['input_ids']
+        full = tokenizer.apply_chat_template(msgs, tokenize=True, return_dict=True)['input_ids']
+        if list(full[:len(p)]) != list(p): raise DataError(f"{path}:{line}: the chat template does not render it as its prompt + a response")
+        P.append(list(p)); R.append(list(full[len(p):]))
+    return P, R
+
+# %% ../nbs/15_dflash.ipynb
 @torch.no_grad()
 def speculative_generate(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[int]], max_new_tokens: int = 32,
                          eos_token_id: Optional[int] = None, draft_fn=None, min_confidence: float = 0.0,
-                         lookup: int = 0, max_draft: int = 0) -> SpecOutput:
+                         lookup: int = 0, max_draft: int = 0, corpus: Optional[NgramIndex] = None,
+                         use_drafter: bool = True) -> SpecOutput:
     """Greedy speculative decoding: the drafter proposes a block after the last committed token, the target verifies
     it in one cached causal pass and keeps the longest agreeing prefix plus its own next token (lossless).
     `min_confidence` cuts the drafts where the drafter is unsure (`draft_block`). `lookup=n` (n >= 2): a row whose last
     2..n tokens occurred before in its prompt or output proposes what followed them (`lookup_draft`) instead; the drafter
     runs only when some row has nothing to copy, and then (batch > 1) copies are cut to the drafter's width. `max_draft=m`
     verifies at most `m` drafted or copied tokens per row per call (0: up to `block_size - 1`), for hardware where
-    every verified row costs (a CPU: see the cost profile below). `draft_fn`
+    every verified row costs (a CPU: see the cost profile below). `corpus`: a row with nothing to copy from its own
+    context copies from this `NgramIndex` (the distilled answers) instead, where it has a confident continuation.
+    `use_drafter=False`: copies only (a row with none verifies no drafts). `draft_fn`
     (default `draft_block`) may be swapped for tests, e.g. an oracle that knows the answer; it may return fewer than
     `block_size - 1` drafts."""
     if lookup == 1 or lookup < 0: raise ValueError(f"lookup={lookup}: copy after a recurring suffix of 2..n tokens (n >= 2), or 0 = off")
@@ -669,9 +732,9 @@ def speculative_generate(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[i
     done = [t == eos_token_id or max_new_tokens <= 1 for t in anchor.tolist()]
     acc, rows, calls = [], [[] for _ in range(B)], 1
     while not all(done):
-        copies = [[] if d else lookup_draft(list(p) + t, width, lookup) for p, t, d in zip(prompt_ids, toks, done)] \
-                 if lookup else [[]] * B
-        if all(c for c, d in zip(copies, done) if not d): draft = anchor.new_zeros(B, 0)   # every live row copies
+        copies = [[] if d else _copy(list(p) + t, width, lookup, corpus) for p, t, d in zip(prompt_ids, toks, done)] \
+                 if lookup or corpus is not None else [[]] * B
+        if not use_drafter or all(c for c, d in zip(copies, done) if not d): draft = anchor.new_zeros(B, 0)   # all live rows copy
         else:
             draft = draft_fn(drafter, anchor, nxt, ctx, ctx_pos, cache.valid).to(dev)[:, :width]
             if B > 1: copies = [c[:draft.shape[1]] for c in copies]     # one row's copy never widens the batch's block
@@ -716,18 +779,19 @@ def _replayed_blocks(drafter: DFlashDrafter, prompt: Sequence[int], response: Se
 @torch.no_grad()
 def replay_acceptance(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[int]], responses: Sequence[Sequence[int]],
                       max_new_tokens: int, eos_token_id: Optional[int] = None, min_confidence: float = 0.0,
-                      lookup: int = 0, max_draft: int = 0) -> list[int]:
+                      lookup: int = 0, max_draft: int = 0, corpus: Optional['NgramIndex'] = None,
+                      use_drafter: bool = True) -> list[int]:
     "The accept lengths `speculative_generate` records at batch 1 on prompts whose target greedy responses are `responses`."
     bs, acc = drafter.config.block_size, []
     width = min(max_draft or bs - 1, bs - 1)
     for p, r in zip(prompt_ids, responses):
-        agree, tf = [], _replayed_blocks(drafter, p, r)
+        agree, tf = [], _replayed_blocks(drafter, p, r) if use_drafter else None
         if tf is not None:
             drafts, conf, tokens, inside = tf
             agree = ((drafts == tokens) & inside & (conf >= min_confidence))[:, :width].long().cumprod(1).sum(1).tolist()
         n, i, done = 1, 0, r[0] == eos_token_id or max_new_tokens <= 1       # the prefill commits the first token
         while not done:
-            c = lookup_draft(list(p) + list(r[:i + 1]), width, lookup) if lookup else []
+            c = _copy(list(p) + list(r[:i + 1]), width, lookup, corpus)
             if c: a = next((m for m, (x, y) in enumerate(zip(c, r[i + 1:])) if x != y), min(len(c), len(r) - i - 1))
             else: a = agree[i] if i < len(agree) else 0   # past the last anchor: nothing drafted
             new = list(r[i + 1:i + 2 + a]); acc.append(a + 1); n += a + 1; i += a + 1
@@ -777,9 +841,16 @@ def speculative_cli(args, prompts: list[str]) -> int:
     if args.temperature: raise SystemExit(f"--speculative is greedy (lossless) only; got --temperature {args.temperature}.")
     device = args.device or default_device()
     kw = speculative_settings(args, device)
+    if getattr(args, 'no_drafter', False) and not (kw['lookup'] or getattr(args, 'corpus', None)):
+        raise SystemExit('--no-drafter leaves nothing to verify: give --lookup N or --corpus FILE')
+    if getattr(args, 'corpus', None) and not Path(args.corpus).is_file(): raise SystemExit(f'--corpus {args.corpus}: no such file')
     print(f"speculative decoding on {device}: " + ' '.join(f"--{k.replace('_', '-')} {v}" for k, v in kw.items()), file=sys.stderr)
     drafter = DFlashDrafter.from_pretrained(args.checkpoint, device=device)
     tok, acc = load_tokenizer(args.checkpoint), []
+    if getattr(args, 'corpus', None):
+        kw['corpus'] = NgramIndex(chat_responses(args.corpus, tok)[1])
+        print(f"copies from {args.corpus}: {kw['corpus']}", file=sys.stderr)
+    if getattr(args, 'no_drafter', False): kw['use_drafter'] = False
     for s in range(0, len(prompts), args.batch_size):
         batch = prompts[s:s + args.batch_size]
         out = speculative_generate(drafter, encode_prompts(batch, tok, chat=not args.raw), args.max_new_tokens, tok.eos_token_id, **kw)

@@ -205,6 +205,9 @@ def _parser() -> argparse.ArgumentParser:
                     help='--speculative: copy what followed a recurring 2..N-token suffix instead of drafting (0 = off; default: 3 on a CPU, else 0)')
     ap.add_argument('--max-draft', type=at_least(0), default=None,
                     help='--speculative: verify at most N drafted/copied tokens per call (0 = the whole block; default: 4 on a CPU, else 0)')
+    ap.add_argument('--corpus', default=None,
+                    help="--speculative: a distilled chat JSONL (the drafter's training data): copy what followed the same suffix in its answers")
+    ap.add_argument('--no-drafter', action='store_true', help='--speculative: copies only (--lookup / --corpus); the drafter never runs')
     ap.add_argument('--verified', action='store_true', help='block_diffusion with shift_logits: the canvas drafts, the encoder verifies (its greedy output)')
     ap.add_argument('--max-draft-rows', type=at_least(0), default=None,
                     help='--verified: draft only while at most this many rows are live (above: plain greedy; a CPU at batch 16 '

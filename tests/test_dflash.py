@@ -51,6 +51,14 @@ def test_dflash_cli_train_and_speculative(tmp_path):
     assert 'mean acceptance length' in g.stdout and all(f'{p} -> ' in g.stdout for p in prompts)
     # unset flags take the CPU defaults, a given one wins; the settings used are printed
     assert 'speculative decoding on cpu: --min-confidence 0.5 --lookup 3 --max-draft 3' in g.stderr, g.stderr[-2000:]
+    # copies from a distilled file's answers, no drafter: the same (lossless) output
+    corpus = tmp_path / 'answers.jsonl'
+    corpus.write_text(''.join(json.dumps(dict(messages=[dict(role='user', content=f'q{i}'), dict(role='assistant', content=a)])) + '\n'
+                              for i, a in enumerate(['The sum is 579.', 'sun dog cat'])))
+    c = run(['-m', 'dllm_nb.generate', '--checkpoint', str(final), '--speculative', '--device', 'cpu', '--max-new-tokens', '12',
+             '--corpus', str(corpus), '--no-drafter', *sum((['--prompt', p] for p in prompts), [])])
+    assert 'copies from' in c.stderr and 'NgramIndex(2 sequences' in c.stderr, c.stderr[-2000:]
+    assert [l for l in c.stdout.splitlines() if ' -> ' in l] == [l for l in g.stdout.splitlines() if ' -> ' in l]
     drafter = DFlashDrafter.from_pretrained(final)
     ids = encode_prompts(prompts, tok)
     out = speculative_generate(drafter, ids, 12, tok.eos_token_id)
@@ -164,3 +172,12 @@ def test_distill_cli_writes_target_greedy_and_resumes(tmp_path):
     ref = target_greedy(load_target(tmp_path / 'target'), encode_prompts(prompts, tok), 10, tok.eos_token_id)
     assert [r['messages'][1]['content'] for r in rows] == [tok.decode(t) for t in ref]
     assert all(r['messages'][1]['role'] == 'assistant' and isinstance(r['finished'], bool) for r in rows)
+
+
+def test_speculative_cli_checks_copy_flags_before_loading(tmp_path):
+    "--no-drafter with nothing to copy from, or a --corpus file that is not there: one line, before the drafter loads."
+    import pytest
+    from dllm_nb.generate import main
+    base = ['--checkpoint', str(tmp_path / 'no_drafter_here'), '--prompt', 'hi', '--speculative', '--device', 'cpu']
+    with pytest.raises(SystemExit, match='--no-drafter leaves nothing to verify'): main([*base, '--no-drafter', '--lookup', '0'])
+    with pytest.raises(SystemExit, match='--corpus nope.jsonl: no such file'): main([*base, '--corpus', 'nope.jsonl'])

@@ -188,8 +188,8 @@ def test_verified_block_decoding_is_smollm2_greedy(hf_dir, tok):
 
 def test_dflash_speculative_is_lossless_on_smollm2(hf_dir, tok):
     "A random (untrained) drafter over the real target: every row equals the target's own greedy output, batch 1 and 2."
-    from dllm_nb.dflash import (DFlashDrafter, DrafterConfig, default_layer_ids, prompt_set, speculative_generate,
-                                target_greedy, load_target, _target_info)
+    from dllm_nb.dflash import (DFlashDrafter, DrafterConfig, NgramIndex, default_layer_ids, prompt_set,
+                                speculative_generate, target_greedy, load_target, _target_info)
     from dllm_nb.generate import encode_prompts
     torch.manual_seed(0)
     target = load_target(hf_dir)
@@ -200,7 +200,10 @@ def test_dflash_speculative_is_lossless_on_smollm2(hf_dir, tok):
                             target).eval()
     ids = encode_prompts([r['prompt'] for r in prompt_set('test')[:3]], tok)
     ref = target_greedy(target, ids, 10, tok.eos_token_id)
-    for B, lookup in ((1, 0), (2, 0), (2, 3)):                               # lookup: rows copying from the context
+    corpus = NgramIndex(ref[:1] + [[t for t in reversed(ref[1])]], min_share=0)   # one right answer, one scrambled
+    for B, lookup, c in ((1, 0, None), (2, 0, None), (2, 3, None), (2, 3, corpus)):   # copies from the context / a corpus
         seqs = [s for i in range(0, len(ids), B)
-                for s in speculative_generate(drafter, ids[i:i + B], 10, tok.eos_token_id, lookup=lookup).sequences]
-        assert seqs == ref, (B, lookup, seqs, ref)
+                for s in speculative_generate(drafter, ids[i:i + B], 10, tok.eos_token_id, lookup=lookup, corpus=c).sequences]
+        assert seqs == ref, (B, lookup, c, seqs, ref)
+    out = speculative_generate(drafter, ids, 10, tok.eos_token_id, corpus=corpus, use_drafter=False)
+    assert out.sequences == ref and out.tau > 1, out.accept_lengths                # copies alone, batch 3
