@@ -779,7 +779,7 @@ def _replayed_blocks(drafter: DFlashDrafter, prompt: Sequence[int], response: Se
 @torch.no_grad()
 def replay_acceptance(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[int]], responses: Sequence[Sequence[int]],
                       max_new_tokens: int, eos_token_id: Optional[int] = None, min_confidence: float = 0.0,
-                      lookup: int = 0, max_draft: int = 0, corpus: Optional['NgramIndex'] = None,
+                      lookup: int = 0, max_draft: int = 0, corpus: Optional[NgramIndex] = None,
                       use_drafter: bool = True) -> list[int]:
     "The accept lengths `speculative_generate` records at batch 1 on prompts whose target greedy responses are `responses`."
     bs, acc = drafter.config.block_size, []
