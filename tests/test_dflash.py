@@ -181,3 +181,23 @@ def test_speculative_cli_checks_copy_flags_before_loading(tmp_path):
     base = ['--checkpoint', str(tmp_path / 'no_drafter_here'), '--prompt', 'hi', '--speculative', '--device', 'cpu']
     with pytest.raises(SystemExit, match='--no-drafter leaves nothing to verify'): main([*base, '--no-drafter', '--lookup', '0'])
     with pytest.raises(SystemExit, match='--corpus nope.jsonl: no such file'): main([*base, '--corpus', 'nope.jsonl'])
+
+
+def test_chat_responses_renders_answers_and_names_a_bad_row(tmp_path):
+    "The corpus reader: each row's answer tokens as rendered in training; a row without a final assistant turn is named by line."
+    import pytest
+    from dllm_nb.data import DataError, load_tokenizer
+    from dllm_nb.dflash import NgramIndex, chat_responses
+    tok = load_tokenizer()
+    rows = [dict(messages=[dict(role='user', content='What is 1 + 2?'), dict(role='assistant', content='The sum is 3.')]),
+            dict(messages=[dict(role='user', content='Say hi'), dict(role='assistant', content='hi there')])]
+    good = tmp_path / 'good.jsonl'
+    good.write_text(''.join(json.dumps(r) + '\n' for r in rows))
+    P, R = chat_responses(good, tok)
+    assert len(P) == len(R) == 2 and 'The sum is 3.' in tok.decode(R[0]) and 'What is 1 + 2?' in tok.decode(P[0])
+    assert 'What is' not in tok.decode(R[0])                                  # the answer alone, not the prompt
+    ix = NgramIndex(R, min_share=0)
+    assert ix.draft(R[0][:3], 2) == R[0][3:5]                                 # a suffix of an answer continues as that answer
+    bad = tmp_path / 'bad.jsonl'
+    bad.write_text(json.dumps(rows[0]) + '\n' + json.dumps(dict(messages=[dict(role='user', content='no answer')])) + '\n')
+    with pytest.raises(DataError, match=r'bad.jsonl:2: need .messages. ending in an assistant turn'): chat_responses(bad, tok)
