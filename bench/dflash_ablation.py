@@ -74,10 +74,9 @@ def main():
     ids, resp = refs_for(target, tok, prompts, args.max_new_tokens + first['block_size'], Path(args.refs))
     corpus = None
     if args.corpus:
-        from dllm_nb.dflash import NgramIndex, chat_responses
-        seen_prompts, answers = chat_responses(args.corpus, tok)
-        if set(map(tuple, ids)) & set(map(tuple, seen_prompts)): raise SystemExit(f'--corpus {args.corpus} answers held-out prompts')
-        corpus = NgramIndex(answers, min_share=args.min_share)
+        from dllm_nb.dflash import NgramIndex
+        corpus = NgramIndex.from_chat_jsonl(args.corpus, tok, min_share=args.min_share)
+        if set(map(tuple, ids)) & corpus.prompts: raise SystemExit(f'--corpus {args.corpus} answers held-out prompts')
     seen = seen_rows(args.seen, tok, len(prompts), args.max_new_tokens + first['block_size']) if args.seen else None
     confs = [json.loads((Path(d) / 'dflash_config.json').read_text()) for d in args.drafters]
     varying = [k for k in confs[0] if k not in ('target', 'target_info') and len({json.dumps(c.get(k)) for c in confs}) > 1]

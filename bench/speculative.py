@@ -70,10 +70,9 @@ def bench_real(args):
     ids, eos, N = encode_prompts(prompts, tok), tok.eos_token_id, args.max_new_tokens
     corpus = None
     if args.corpus:                                       # retrieval drafts from the distilled answers
-        from dllm_nb.dflash import NgramIndex, chat_responses
-        seen_prompts, answers = chat_responses(args.corpus, tok)
-        corpus = NgramIndex(answers, min_share=args.min_share)
-        held = set(map(tuple, ids)) & set(map(tuple, seen_prompts))
+        from dllm_nb.dflash import NgramIndex
+        corpus = NgramIndex.from_chat_jsonl(args.corpus, tok, min_share=args.min_share)
+        held = set(map(tuple, ids)) & corpus.prompts
         if held: raise SystemExit(f'--corpus {args.corpus} answers {len(held)} of the benched prompts: use a file without them')
     target_greedy(target, ids[:1], 8, eos); speculative_generate(drafter, ids[:1], 8, eos)      # warm-up
     print(f'target {args.target}; drafter {args.drafter} (block size {drafter.config.block_size}, '

@@ -686,6 +686,14 @@ class NgramIndex:
             self._memo[key, k] = out
         return [t for t, share in self._memo[key, k] if share >= self.min_share]
 
+    @classmethod
+    def from_chat_jsonl(cls, path, tokenizer, **kw) -> 'NgramIndex':
+        "The index of a distilled chat JSONL's answers (`chat_responses`); `.prompts`: its prompts' ids, to keep held-out prompts out."
+        prompts, answers = chat_responses(path, tokenizer)
+        ix = cls(answers, **kw)
+        ix.prompts = set(map(tuple, prompts))
+        return ix
+
 def chat_responses(path, tokenizer) -> tuple[list[list[int]], list[list[int]]]:
     """`(prompt ids, response ids)` of every row of a chat JSONL whose last turn is the answer (a distilled file), each
     rendered with `tokenizer`'s chat template as in training; a row that does not render as its prompt + a response is an error."""
@@ -848,7 +856,7 @@ def speculative_cli(args, prompts: list[str]) -> int:
     drafter = DFlashDrafter.from_pretrained(args.checkpoint, device=device)
     tok, acc = load_tokenizer(args.checkpoint), []
     if getattr(args, 'corpus', None):
-        kw['corpus'] = NgramIndex(chat_responses(args.corpus, tok)[1])
+        kw['corpus'] = NgramIndex.from_chat_jsonl(args.corpus, tok)
         print(f"copies from {args.corpus}: {kw['corpus']}", file=sys.stderr)
     if getattr(args, 'no_drafter', False): kw['use_drafter'] = False
     for s in range(0, len(prompts), args.batch_size):

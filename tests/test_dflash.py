@@ -196,8 +196,8 @@ def test_chat_responses_renders_answers_and_names_a_bad_row(tmp_path):
     P, R = chat_responses(good, tok)
     assert len(P) == len(R) == 2 and 'The sum is 3.' in tok.decode(R[0]) and 'What is 1 + 2?' in tok.decode(P[0])
     assert 'What is' not in tok.decode(R[0])                                  # the answer alone, not the prompt
-    ix = NgramIndex(R, min_share=0)
-    assert ix.draft(R[0][:3], 2) == R[0][3:5]                                 # a suffix of an answer continues as that answer
+    ix = NgramIndex.from_chat_jsonl(good, tok, min_share=0)
+    assert ix.draft(R[0][:3], 2) == R[0][3:5] and ix.prompts == set(map(tuple, P))                                 # a suffix of an answer continues as that answer
     bad = tmp_path / 'bad.jsonl'
     bad.write_text(json.dumps(rows[0]) + '\n' + json.dumps(dict(messages=[dict(role='user', content='no answer')])) + '\n')
     with pytest.raises(DataError, match=r'bad.jsonl:2: need .messages. ending in an assistant turn'): chat_responses(bad, tok)
