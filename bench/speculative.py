@@ -8,7 +8,9 @@ batch-1 greedy output), timed in process CPU time after one warm-up, the two alt
 timed all of one, then all of the other, moved by 8 % between two runs on a shared machine). Last line:
 `dflash on <target>: tau T, X.XXx tokens/s at batch 1, identical: True`. `--corpus FILE` (the distilled chat JSONL):
 rows with nothing to copy from their own context copy from its answers (`NgramIndex`) before the drafter runs;
-`--no-drafter`: copies only (the bench refuses a corpus that answers any benched prompt).
+`--no-drafter`: copies only (the bench refuses a corpus that answers any benched prompt). `--linear skinny` (default):
+the target's and drafter's linear layers run through `dllm_nb.sampling.skinny_linears` on both sides (the target's own
+greedy decoding too); `--linear stock`: plain `nn.Linear` on both sides.
 
 Tiny target (default):
 
@@ -30,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dllm_nb.data import task_examples  # noqa: E402
 from dllm_nb.dflash import DFlashDrafter, draft_block, speculative_generate, target_greedy  # noqa: E402
 from dllm_nb.generate import at_least, encode_prompts, off_or_at_least  # noqa: E402
+from dllm_nb.sampling import skinny_linears  # noqa: E402
 
 
 def train_target(out: Path, steps: int):
@@ -74,6 +77,12 @@ def bench_real(args):
         corpus = NgramIndex.from_chat_jsonl(args.corpus, tok, min_share=args.min_share)
         held = set(map(tuple, ids)) & corpus.prompts
         if held: raise SystemExit(f'--corpus {args.corpus} answers {len(held)} of the benched prompts: use a file without them')
+    if args.linear == 'skinny':                           # both sides: the target's own decoding gets the same kernels
+        with skinny_linears(target, drafter): return _bench_real(args, tok, drafter, target, prompts, ids, eos, N, corpus)
+    return _bench_real(args, tok, drafter, target, prompts, ids, eos, N, corpus)
+
+
+def _bench_real(args, tok, drafter, target, prompts, ids, eos, N, corpus):
     target_greedy(target, ids[:1], 8, eos); speculative_generate(drafter, ids[:1], 8, eos)      # warm-up
     print(f'target {args.target}; drafter {args.drafter} (block size {drafter.config.block_size}, '
           f'{sum(p.numel() for p in drafter.parameters()) / 1e6:.2f}M parameters); {len(ids)} held-out prompts, '
@@ -81,7 +90,7 @@ def bench_real(args):
           f'{f", copies from the context after a recurring 2..{args.lookup}-gram (lookup)" if args.lookup else ""}'
           f'{f", at most {args.max_draft} drafts verified per call" if args.max_draft else ""}'
           f'{f", copies from {corpus} (>= {args.min_share} of its occurrences agree)" if corpus else ""}'
-          f'{", no drafter (copies only)" if args.no_drafter else ""}; times are process CPU '
+          f'{", no drafter (copies only)" if args.no_drafter else ""}; {args.linear} linears on both sides; times are process CPU '
           f'seconds (1 thread), the target and speculative decoding alternating batch by batch')
     print(f"{'batch':>5} {'tau':>5} {'target tok/s':>12} {'spec tok/s':>10} {'speed-up':>8} {'identical':>9}  accepted tokens per call")
     res, t_draft = {}, [0.0]
@@ -145,6 +154,9 @@ def main():
                          'their context copy what followed the same suffix in its answers (NgramIndex)')
     ap.add_argument('--min-share', type=float, default=0.5, help='--corpus: copy while this share of the occurrences agree')
     ap.add_argument('--no-drafter', action='store_true', help='--target: copies only (lookup / corpus), the drafter never runs')
+    ap.add_argument('--linear', choices=('skinny', 'stock'), default='skinny',
+                    help="--target: the target's and drafter's linear layers, the same for the target's own decoding and "
+                         "speculative decoding: skinny_linears (faster for a few rows on a CPU) or stock nn.Linear")
     ap.add_argument('--out', default='runs/spec')
     ap.add_argument('--target-steps', type=int, default=600)
     ap.add_argument('--drafter-steps', type=int, default=600)

@@ -18,21 +18,21 @@ from .core import STREAMS, row_generators, slow_bf16_warning
 from .loss import LossParts
 from .stages import Batch, Counts, Stage
 from .registry import Mode, register_mode, section_values
-from .sampling import KVBuffer, cut_at_eos
+from .sampling import KVBuffer, cut_at_eos, skinny_linears
 from fastcore.basics import patch
 from .strategies import register_strategy
 from fastcore.imports import IN_NOTEBOOK
 
 # %% auto 0
 __all__ = ['ANCHOR_SAMPLING', 'MASKED', 'DRAFTER_CONFIG', 'DRAFTER_WEIGHTS', 'WEIGHT_QUANTUM', 'DFLASH', 'CPU_SPECULATIVE',
-           'PROMPT_SET', 'EXTRA_PROMPTS', 'MORE_PROMPTS', 'anchor_candidates', 'sample_anchors', 'Blocks',
-           'make_blocks', 'dflash_mask_mod', 'dflash_mask', 'dflash_block_mask', 'DrafterConfig', 'default_layer_ids',
-           'default_gamma', 'rope', 'DrafterLayer', 'DFlashDrafter', 'target_features', 'load_target', 'decay_weights',
-           'quantized_weights', 'block_weights', 'dflash_loss', 'Anchored', 'DFlashSettings', 'DFlashStrategy',
-           'draft_vocab', 'warm_feature_cache', 'target_rope_theta', 'init_from_target', 'build_dflash_model',
-           'SpecOutput', 'draft_block', 'lookup_draft', 'NgramIndex', 'chat_responses', 'speculative_generate',
-           'replay_acceptance', 'target_greedy', 'offset_accuracy', 'speculative_settings', 'speculative_cli',
-           'prompt_set', 'read_prompts', 'self_distill', 'main']
+           'OTHER_SPECULATIVE', 'PROMPT_SET', 'EXTRA_PROMPTS', 'MORE_PROMPTS', 'anchor_candidates', 'sample_anchors',
+           'Blocks', 'make_blocks', 'dflash_mask_mod', 'dflash_mask', 'dflash_block_mask', 'DrafterConfig',
+           'default_layer_ids', 'default_gamma', 'rope', 'DrafterLayer', 'DFlashDrafter', 'target_features',
+           'load_target', 'decay_weights', 'quantized_weights', 'block_weights', 'dflash_loss', 'Anchored',
+           'DFlashSettings', 'DFlashStrategy', 'draft_vocab', 'warm_feature_cache', 'target_rope_theta',
+           'init_from_target', 'build_dflash_model', 'SpecOutput', 'draft_block', 'lookup_draft', 'NgramIndex',
+           'chat_responses', 'speculative_generate', 'replay_acceptance', 'target_greedy', 'offset_accuracy',
+           'speculative_settings', 'speculative_cli', 'prompt_set', 'read_prompts', 'self_distill', 'main']
 
 # %% ../nbs/15_dflash.ipynb
 ANCHOR_SAMPLING = ('independent', 'non_overlapping')
@@ -833,12 +833,14 @@ def offset_accuracy(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[int]],
     return hits / n                                                    # 0 / 0 = nan where no anchor reaches
 
 # %% ../nbs/15_dflash.ipynb
-CPU_SPECULATIVE = dict(min_confidence=0.5, lookup=3, max_draft=4)     # fastest measured on SmolLM2, an AVX2 CPU (above)
+CPU_SPECULATIVE = dict(min_confidence=0.5, lookup=3, max_draft=1, min_share=0.2)   # fastest measured on SmolLM2, an AVX2 CPU (above)
+OTHER_SPECULATIVE = dict(min_confidence=0.0, lookup=0, max_draft=0, min_share=0.5)  # whole blocks (no GPU measured here)
 
 def speculative_settings(args, device) -> dict:
-    "`speculative_generate`'s knobs from the command line `args`; the ones left unset (None): on a CPU `CPU_SPECULATIVE`, elsewhere off."
-    base = CPU_SPECULATIVE if torch.device(device).type == 'cpu' else dict(min_confidence=0.0, lookup=0, max_draft=0)
-    return {k: base[k] if getattr(args, k) is None else getattr(args, k) for k in base}
+    """The decoding knobs from the command line `args` (`min_share`: the `--corpus` index's, the rest `speculative_generate`'s);
+    the ones left unset (None): on a CPU `CPU_SPECULATIVE`, elsewhere `OTHER_SPECULATIVE`."""
+    base = CPU_SPECULATIVE if torch.device(device).type == 'cpu' else OTHER_SPECULATIVE
+    return {k: base[k] if getattr(args, k, None) is None else getattr(args, k) for k in base}
 
 # %% ../nbs/15_dflash.ipynb
 def speculative_cli(args, prompts: list[str]) -> int:
@@ -848,22 +850,27 @@ def speculative_cli(args, prompts: list[str]) -> int:
     from dllm_nb.sampling import encode_prompts
     if args.temperature: raise SystemExit(f"--speculative is greedy (lossless) only; got --temperature {args.temperature}.")
     device = args.device or default_device()
-    kw = speculative_settings(args, device)
-    if getattr(args, 'no_drafter', False) and not (kw['lookup'] or getattr(args, 'corpus', None)):
+    kw, corpus, cpu = speculative_settings(args, device), getattr(args, 'corpus', None), torch.device(device).type == 'cpu'
+    min_share = kw.pop('min_share')
+    if not 0 <= min_share <= 1: raise SystemExit(f'--min-share {min_share}: a share of occurrences, in [0, 1]')
+    if getattr(args, 'no_drafter', False) and not (kw['lookup'] or corpus):
         raise SystemExit('--no-drafter leaves nothing to verify: give --lookup N or --corpus FILE')
-    if getattr(args, 'corpus', None) and not Path(args.corpus).is_file(): raise SystemExit(f'--corpus {args.corpus}: no such file')
-    print(f"speculative decoding on {device}: " + ' '.join(f"--{k.replace('_', '-')} {v}" for k, v in kw.items()), file=sys.stderr)
+    if corpus and not Path(corpus).is_file(): raise SystemExit(f'--corpus {corpus}: no such file')
+    print(f"speculative decoding on {device}: " + ' '.join(f"--{k.replace('_', '-')} {v}" for k, v in kw.items())
+          + (f' --min-share {min_share}' if corpus else '') + (' (skinny linears)' if cpu else ''), file=sys.stderr)
     drafter = DFlashDrafter.from_pretrained(args.checkpoint, device=device)
     tok, acc = load_tokenizer(args.checkpoint), []
-    if getattr(args, 'corpus', None):
-        kw['corpus'] = NgramIndex.from_chat_jsonl(args.corpus, tok)
-        print(f"copies from {args.corpus}: {kw['corpus']}", file=sys.stderr)
+    if corpus:
+        kw['corpus'] = NgramIndex.from_chat_jsonl(corpus, tok, min_share=min_share)
+        print(f"copies from {corpus}: {kw['corpus']}", file=sys.stderr)
     if getattr(args, 'no_drafter', False): kw['use_drafter'] = False
-    for s in range(0, len(prompts), args.batch_size):
-        batch = prompts[s:s + args.batch_size]
-        out = speculative_generate(drafter, encode_prompts(batch, tok, chat=not args.raw), args.max_new_tokens, tok.eos_token_id, **kw)
-        for p, ids in zip(batch, out.sequences): print(f"{p} -> {tok.decode(ids)}", flush=True)
-        acc += out.accept_lengths
+    with skinny_linears(drafter.target, drafter) if cpu else contextlib.nullcontext():   # a few rows per call: see 07b_sampling
+        for s in range(0, len(prompts), args.batch_size):
+            batch = prompts[s:s + args.batch_size]
+            out = speculative_generate(drafter, encode_prompts(batch, tok, chat=not args.raw), args.max_new_tokens,
+                                       tok.eos_token_id, **kw)
+            for p, ids in zip(batch, out.sequences): print(f"{p} -> {tok.decode(ids)}", flush=True)
+            acc += out.accept_lengths
     print(f"mean acceptance length: {sum(acc) / max(1, len(acc)):.2f} tokens per target call")
     return 0
 

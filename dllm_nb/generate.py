@@ -204,9 +204,11 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument('--lookup', type=off_or_at_least(2), default=None,
                     help='--speculative: copy what followed a recurring 2..N-token suffix instead of drafting (0 = off; default: 3 on a CPU, else 0)')
     ap.add_argument('--max-draft', type=at_least(0), default=None,
-                    help='--speculative: verify at most N drafted/copied tokens per call (0 = the whole block; default: 4 on a CPU, else 0)')
+                    help='--speculative: verify at most N drafted/copied tokens per call (0 = the whole block; default: 1 on a CPU, else 0)')
     ap.add_argument('--corpus', default=None,
                     help="--speculative: a distilled chat JSONL (the drafter's training data): copy what followed the same suffix in its answers")
+    ap.add_argument('--min-share', type=float, default=None,
+                    help="--corpus: copy while at least this share of the suffix's occurrences agree (default: 0.2 on a CPU, else 0.5)")
     ap.add_argument('--no-drafter', action='store_true', help='--speculative: copies only (--lookup / --corpus); the drafter never runs')
     ap.add_argument('--verified', action='store_true', help='block_diffusion with shift_logits: the canvas drafts, the encoder verifies (its greedy output)')
     ap.add_argument('--max-draft-rows', type=at_least(0), default=None,

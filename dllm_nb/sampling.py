@@ -7,6 +7,7 @@
 # import it (each mode's sampler lives in its mode's notebook; 12_generate is the dispatching layer)
 from __future__ import annotations
 import contextlib
+from functools import partial
 from fastcore.basics import patch
 from dataclasses import dataclass
 from typing import Optional, Sequence, Union
@@ -19,10 +20,11 @@ from .masks import build_batched_block_mask, build_encoder_mask
 from .models import BlockDiffusionLM, canvas_position_ids, model_attention_mask, shift_canvas_logits
 
 # %% auto 0
-__all__ = ['Prompts', 'STATES', 'NOISE', 'NEW', 'STABLE', 'ABSENT', 'STATE_COLORS', 'encode_prompts', 'row_seeds',
-           'block_generators', 'right_pad', 'predict_tokens', 'transfer_schedule', 'select_transfer', 'Trajectory',
-           'GenerationOutput', 'TrajectoryRecorder', 'cut_at_eos', 'model_device', 'token_id', 'KVBuffer',
-           'CachedContext', 'ReencodeContext', 'progress_bar', 'plot_trajectory']
+__all__ = ['Prompts', 'STATES', 'NOISE', 'NEW', 'STABLE', 'ABSENT', 'SKINNY_MAX_ROWS', 'STATE_COLORS', 'encode_prompts',
+           'row_seeds', 'block_generators', 'right_pad', 'predict_tokens', 'transfer_schedule', 'select_transfer',
+           'Trajectory', 'GenerationOutput', 'TrajectoryRecorder', 'cut_at_eos', 'model_device', 'token_id',
+           'skinny_linear', 'skinny_linears', 'KVBuffer', 'CachedContext', 'ReencodeContext', 'progress_bar',
+           'plot_trajectory']
 
 # %% ../nbs/07b_sampling.ipynb
 Prompts = Union[Sequence[Sequence[int]], Sequence[str]]
@@ -149,6 +151,33 @@ def token_id(value: Optional[int], tokenizer, attr: str, required: bool = True) 
     if value is None and required: raise ValueError(f"{attr} is unknown: pass {attr}= or a tokenizer that has one.")
     return value
 
+
+# %% ../nbs/07b_sampling.ipynb
+SKINNY_MAX_ROWS = 8   # above this many rows the stock GEMM was as fast or faster (bench/skinny_linear.py)
+
+def skinny_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    "`F.linear(x, weight, bias)` as `(weight @ rows.T).T` over `x`'s rows made contiguous, one row padded to two (see above)."
+    rows = x.reshape(-1, x.shape[-1]).contiguous()
+    n = len(rows)
+    if n == 1: rows = torch.cat([rows, rows])
+    y = (weight @ rows.t()).t()[:n]
+    if bias is not None: y = y + bias
+    return y.contiguous().view(*x.shape[:-1], weight.shape[0])
+
+@contextlib.contextmanager
+def skinny_linears(*models: nn.Module, max_rows: int = SKINNY_MAX_ROWS):
+    """Inside: every plain `nn.Linear` of `models` computes float32 CPU inputs of at most `max_rows` rows, outside
+    autograd, with `skinny_linear`; the stock path otherwise, and always after the block."""
+    def forward(m: nn.Linear, x: Tensor) -> Tensor:
+        if (x.device.type != 'cpu' or x.dtype != torch.float32 or m.weight.dtype != torch.float32
+                or x.numel() > max_rows * x.shape[-1] or torch.is_grad_enabled()): return nn.Linear.forward(m, x)
+        return skinny_linear(x, m.weight, m.bias)
+    mods = list({id(m): m for model in models for m in model.modules()
+                 if type(m) is nn.Linear and 'forward' not in vars(m)}.values())   # once each; not one already routed
+    for m in mods: m.forward = partial(forward, m)
+    try: yield models[0] if len(models) == 1 else models
+    finally:
+        for m in mods: del m.forward
 
 # %% ../nbs/07b_sampling.ipynb
 class _BufferLayer(DynamicLayer):

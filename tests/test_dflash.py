@@ -58,6 +58,7 @@ def test_dflash_cli_train_and_speculative(tmp_path):
     c = run(['-m', 'dllm_nb.generate', '--checkpoint', str(final), '--speculative', '--device', 'cpu', '--max-new-tokens', '12',
              '--corpus', str(corpus), '--no-drafter', *sum((['--prompt', p] for p in prompts), [])])
     assert 'copies from' in c.stderr and 'NgramIndex(2 sequences' in c.stderr, c.stderr[-2000:]
+    assert '--max-draft 1 --min-share 0.2 (skinny linears)' in c.stderr, c.stderr[-2000:]         # the CPU defaults
     assert [l for l in c.stdout.splitlines() if ' -> ' in l] == [l for l in g.stdout.splitlines() if ' -> ' in l]
     drafter = DFlashDrafter.from_pretrained(final)
     ids = encode_prompts(prompts, tok)
@@ -181,6 +182,7 @@ def test_speculative_cli_checks_copy_flags_before_loading(tmp_path):
     base = ['--checkpoint', str(tmp_path / 'no_drafter_here'), '--prompt', 'hi', '--speculative', '--device', 'cpu']
     with pytest.raises(SystemExit, match='--no-drafter leaves nothing to verify'): main([*base, '--no-drafter', '--lookup', '0'])
     with pytest.raises(SystemExit, match='--corpus nope.jsonl: no such file'): main([*base, '--corpus', 'nope.jsonl'])
+    with pytest.raises(SystemExit, match=r'--min-share 1.5: a share of occurrences, in \[0, 1\]'): main([*base, '--min-share', '1.5'])
 
 
 def test_chat_responses_renders_answers_and_names_a_bad_row(tmp_path):

@@ -207,3 +207,9 @@ def test_dflash_speculative_is_lossless_on_smollm2(hf_dir, tok):
         assert seqs == ref, (B, lookup, c, seqs, ref)
     out = speculative_generate(drafter, ids, 10, tok.eos_token_id, corpus=corpus, use_drafter=False)
     assert out.sequences == ref and out.tau > 1, out.accept_lengths                # copies alone, batch 3
+    from dllm_nb.sampling import skinny_linears                                     # the CPU decoding kernels: same tokens
+    with skinny_linears(target, drafter):
+        assert target_greedy(target, ids, 10, tok.eos_token_id) == ref
+        assert [s for i in (0, 2) for s in speculative_generate(drafter, ids[i:i + 2], 10, tok.eos_token_id, lookup=3,
+                                                                corpus=corpus).sequences] == ref
+    assert not any('forward' in vars(m) for m in target.modules())                 # restored
