@@ -191,7 +191,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument('--temperature', type=at_least_float(0), default=0.0, help='0 = greedy')
     ap.add_argument('--threshold', type=at_least_float(0, 1), default=None, help='confidence threshold (parallel decoding; both samplers)')
     ap.add_argument('--remasking', default='low_confidence', choices=['low_confidence', 'random'], help='MDLM only')
-    ap.add_argument('--batch-size', type=at_least(1), default=16, help='prompts per batch')
+    ap.add_argument('--batch-size', type=at_least(1), default=None,
+                    help='prompts per batch (default: 16; --speculative on a CPU: 1, where it pays, 15_dflash)')
     ap.add_argument('--seed', type=int, default=0, help='prompt i uses seed + i')
     ap.add_argument('--raw', action='store_true', help='do not wrap prompts in the chat template')
     ap.add_argument('--device', default=None, help='default: cuda if available, else cpu')
@@ -225,6 +226,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     try: prompts, device = _read_prompts(args), cli_device(args.device)
     except ValueError as e: print(f'error: {e}', file=sys.stderr); return 2
     if args.speculative: from dllm_nb.dflash import speculative_cli; return speculative_cli(args, prompts)
+    args.batch_size = args.batch_size or 16
     try:
         max_new = args.max_new_tokens or saved_run(args.checkpoint).get('sampler', {}).get('max_new_tokens', DEFAULT_MAX_NEW_TOKENS)
         model, tok = load_checkpoint(args.checkpoint, device)

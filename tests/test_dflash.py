@@ -51,12 +51,14 @@ def test_dflash_cli_train_and_speculative(tmp_path):
     assert 'mean acceptance length' in g.stdout and all(f'{p} -> ' in g.stdout for p in prompts)
     # unset flags take the CPU defaults, a given one wins; the settings used are printed
     assert 'speculative decoding on cpu: --min-confidence 0.5 --lookup 3 --max-draft 3' in g.stderr, g.stderr[-2000:]
+    assert 'note: --batch-size' not in g.stderr                                  # batch 1 on a CPU unless asked
     # copies from a distilled file's answers, no drafter: the same (lossless) output
     corpus = tmp_path / 'answers.jsonl'
     corpus.write_text(''.join(json.dumps(dict(messages=[dict(role='user', content=f'q{i}'), dict(role='assistant', content=a)])) + '\n'
                               for i, a in enumerate(['The sum is 579.', 'sun dog cat'])))
     c = run(['-m', 'dllm_nb.generate', '--checkpoint', str(final), '--speculative', '--device', 'cpu', '--max-new-tokens', '12',
-             '--corpus', str(corpus), '--no-drafter', *sum((['--prompt', p] for p in prompts), [])])
+             '--corpus', str(corpus), '--no-drafter', '--batch-size', '2', *sum((['--prompt', p] for p in prompts), [])])
+    assert 'note: --batch-size 2: on a CPU speculative decoding at batch > 1 measured slower' in c.stderr, c.stderr[-2000:]
     assert 'copies from' in c.stderr and 'NgramIndex(2 sequences' in c.stderr, c.stderr[-2000:]
     assert '--max-draft 1 --min-share 0.2 (skinny linears)' in c.stderr, c.stderr[-2000:]         # the CPU defaults
     assert [l for l in c.stdout.splitlines() if ' -> ' in l] == [l for l in g.stdout.splitlines() if ' -> ' in l]
