@@ -853,6 +853,7 @@ def speculative_cli(args, prompts: list[str]) -> int:
     kw, corpus, cpu = speculative_settings(args, device), getattr(args, 'corpus', None), torch.device(device).type == 'cpu'
     min_share = kw.pop('min_share')
     if not 0 <= min_share <= 1: raise SystemExit(f'--min-share {min_share}: a share of occurrences, in [0, 1]')
+    if getattr(args, 'min_share', None) is not None and not corpus: raise SystemExit('--min-share applies to --corpus copies: give --corpus FILE')
     if getattr(args, 'no_drafter', False) and not (kw['lookup'] or corpus):
         raise SystemExit('--no-drafter leaves nothing to verify: give --lookup N or --corpus FILE')
     if corpus and not Path(corpus).is_file(): raise SystemExit(f'--corpus {corpus}: no such file')

@@ -185,6 +185,7 @@ def test_speculative_cli_checks_copy_flags_before_loading(tmp_path):
     with pytest.raises(SystemExit, match='--no-drafter leaves nothing to verify'): main([*base, '--no-drafter', '--lookup', '0'])
     with pytest.raises(SystemExit, match='--corpus nope.jsonl: no such file'): main([*base, '--corpus', 'nope.jsonl'])
     with pytest.raises(SystemExit, match=r'--min-share 1.5: a share of occurrences, in \[0, 1\]'): main([*base, '--min-share', '1.5'])
+    with pytest.raises(SystemExit, match='--min-share applies to --corpus copies'): main([*base, '--min-share', '0.3'])
 
 
 def test_chat_responses_renders_answers_and_names_a_bad_row(tmp_path):
