@@ -50,7 +50,7 @@ def seen_rows(path, tok, n, n_tokens):
 def main():
     from dllm_nb.data import load_tokenizer
     from dllm_nb.dflash import DFlashDrafter, load_target, offset_accuracy, read_prompts, replay_acceptance
-    from dllm_nb.generate import at_least, off_or_at_least
+    from dllm_nb.generate import at_least, at_least_float, off_or_at_least
     ap = argparse.ArgumentParser()
     ap.add_argument('--target', required=True)
     ap.add_argument('--drafters', nargs='+', required=True, help="drafters' final/ folders")
@@ -64,7 +64,7 @@ def main():
     ap.add_argument('--per-offset', action='store_true', help='also print accuracy by block offset (held-out, features zeroed, --seen)')
     ap.add_argument('--seen', default=None, help='with --per-offset: a distilled chat JSONL the drafters were trained on')
     ap.add_argument('--corpus', default=None, help="also tau with copies from this distilled chat JSONL's answers")
-    ap.add_argument('--min-share', type=float, default=0.5, help='--corpus: copy while this share of the occurrences agree')
+    ap.add_argument('--min-share', type=at_least_float(0, 1), default=0.5, help='--corpus: copy while this share of the occurrences agree')
     args = ap.parse_args()
     if args.seen and not args.per_offset: ap.error('--seen is read only with --per-offset')
     torch.set_num_threads(1)

@@ -31,7 +31,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dllm_nb.data import task_examples  # noqa: E402
 from dllm_nb.dflash import DFlashDrafter, draft_block, speculative_generate, target_greedy  # noqa: E402
-from dllm_nb.generate import at_least, encode_prompts, off_or_at_least  # noqa: E402
+from dllm_nb.generate import at_least, at_least_float, encode_prompts, off_or_at_least  # noqa: E402
 from dllm_nb.sampling import skinny_linears  # noqa: E402
 
 
@@ -152,7 +152,7 @@ def main():
     ap.add_argument('--corpus', default=None,
                     help='--target: a distilled chat JSONL (the drafter\'s training data): rows with nothing to copy from '
                          'their context copy what followed the same suffix in its answers (NgramIndex)')
-    ap.add_argument('--min-share', type=float, default=0.5, help='--corpus: copy while this share of the occurrences agree')
+    ap.add_argument('--min-share', type=at_least_float(0, 1), default=0.5, help='--corpus: copy while this share of the occurrences agree')
     ap.add_argument('--no-drafter', action='store_true', help='--target: copies only (lookup / corpus), the drafter never runs')
     ap.add_argument('--linear', choices=('skinny', 'stock'), default='skinny',
                     help="--target: the target's and drafter's linear layers, the same for the target's own decoding and "
