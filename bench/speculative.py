@@ -23,7 +23,7 @@ Prints the mean acceptance length tau (tokens per target verification call), its
 `identical: True/False` (every prompt token-identical to the target's greedy output) as the final line.
 Existing `OUT/target` / `OUT/drafter/final` are reused; delete them to retrain. Extra `key=value` args go to the drafter run.
 """
-import argparse, collections, sys, time
+import argparse, collections, contextlib, sys, time
 from pathlib import Path
 
 import torch
@@ -77,9 +77,8 @@ def bench_real(args):
         corpus = NgramIndex.from_chat_jsonl(args.corpus, tok, min_share=args.min_share)
         held = set(map(tuple, ids)) & corpus.prompts
         if held: raise SystemExit(f'--corpus {args.corpus} answers {len(held)} of the benched prompts: use a file without them')
-    if args.linear == 'skinny':                           # both sides: the target's own decoding gets the same kernels
-        with skinny_linears(target, drafter): return _bench_real(args, tok, drafter, target, prompts, ids, eos, N, corpus)
-    return _bench_real(args, tok, drafter, target, prompts, ids, eos, N, corpus)
+    with skinny_linears(target, drafter) if args.linear == 'skinny' else contextlib.nullcontext():   # both sides alike
+        return _bench_real(args, tok, drafter, target, prompts, ids, eos, N, corpus)
 
 
 def _bench_real(args, tok, drafter, target, prompts, ids, eos, N, corpus):
