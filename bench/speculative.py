@@ -10,7 +10,8 @@ timed all of one, then all of the other, moved by 8 % between two runs on a shar
 rows with nothing to copy from their own context copy from its answers (`NgramIndex`) before the drafter runs;
 `--no-drafter`: copies only (the bench refuses a corpus that answers any benched prompt). `--linear skinny` (default):
 the target's and drafter's linear layers run through `dllm_nb.sampling.skinny_linears` on both sides (the target's own
-greedy decoding too); `--linear stock`: plain `nn.Linear` on both sides.
+greedy decoding too); `--linear stock`: plain `nn.Linear` on both sides. `--drafter` may be a `NextTokenHead` (`python -m dllm_nb.dflash
+head`): one draft per call.
 
 Tiny target (default):
 
@@ -30,7 +31,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dllm_nb.data import task_examples  # noqa: E402
-from dllm_nb.dflash import DFlashDrafter, draft_block, speculative_generate, target_greedy  # noqa: E402
+from dllm_nb.dflash import DFlashDrafter, draft_block, load_drafter, speculative_generate, target_greedy  # noqa: E402
 from dllm_nb.generate import at_least, at_least_float, encode_prompts, off_or_at_least  # noqa: E402
 from dllm_nb.sampling import skinny_linears  # noqa: E402
 
@@ -66,7 +67,7 @@ def bench_real(args):
     torch.set_num_threads(1)
     target_path = str(Path(args.target).resolve()) if Path(args.target).exists() else args.target
     tok = load_tokenizer(args.target)
-    drafter = DFlashDrafter.from_pretrained(args.drafter)
+    drafter = load_drafter(args.drafter)                  # a DFlashDrafter or a NextTokenHead (one draft per call)
     if drafter.config.target != target_path: print(f'note: the drafter records target {drafter.config.target}')
     target = drafter.target
     prompts = read_prompts(args.prompts)[:args.n]
@@ -83,7 +84,7 @@ def bench_real(args):
 
 def _bench_real(args, tok, drafter, target, prompts, ids, eos, N, corpus):
     target_greedy(target, ids[:1], 8, eos); speculative_generate(drafter, ids[:1], 8, eos)      # warm-up
-    print(f'target {args.target}; drafter {args.drafter} (block size {drafter.config.block_size}, '
+    print(f'target {args.target}; {type(drafter).__name__} {args.drafter} (block size {drafter.config.block_size}, '
           f'{sum(p.numel() for p in drafter.parameters()) / 1e6:.2f}M parameters); {len(ids)} held-out prompts, '
           f'max_new_tokens {N}, drafts verified while the drafter gives them >= {args.min_confidence}'
           f'{f", copies from the context after a recurring 2..{args.lookup}-gram (lookup)" if args.lookup else ""}'
@@ -94,7 +95,8 @@ def _bench_real(args, tok, drafter, target, prompts, ids, eos, N, corpus):
     print(f"{'batch':>5} {'tau':>5} {'target tok/s':>12} {'spec tok/s':>10} {'speed-up':>8} {'identical':>9}  accepted tokens per call")
     res, t_draft = {}, [0.0]
     def timed_draft(*a):                                  # the profile's split: drafter vs target verification
-        out, dt = cpu_timed(lambda: draft_block(*a, min_confidence=args.min_confidence)); t_draft[0] += dt; return out
+        propose = getattr(type(drafter), 'propose', draft_block)
+        out, dt = cpu_timed(lambda: propose(*a, min_confidence=args.min_confidence)); t_draft[0] += dt; return out
     def target_batch(rows):                               # the target's own greedy decoding of a batch: (rows, CPU s)
         if len(rows) == 1: return cpu_timed(lambda: target_greedy(target, rows, N, eos))
         x, am = _left(rows)

@@ -18,21 +18,22 @@ from .core import STREAMS, row_generators, slow_bf16_warning
 from .loss import LossParts
 from .stages import Batch, Counts, Stage
 from .registry import Mode, register_mode, section_values
-from .sampling import KVBuffer, cut_at_eos, skinny_linears
+from .sampling import KVBuffer, cut_at_eos, skinny_applies, skinny_linear, skinny_linears
 from fastcore.basics import patch
 from .strategies import register_strategy
 from fastcore.imports import IN_NOTEBOOK
 
 # %% auto 0
 __all__ = ['ANCHOR_SAMPLING', 'MASKED', 'DRAFTER_CONFIG', 'DRAFTER_WEIGHTS', 'WEIGHT_QUANTUM', 'DFLASH', 'CPU_SPECULATIVE',
-           'OTHER_SPECULATIVE', 'PROMPT_SET', 'EXTRA_PROMPTS', 'MORE_PROMPTS', 'anchor_candidates', 'sample_anchors',
-           'Blocks', 'make_blocks', 'dflash_mask_mod', 'dflash_mask', 'dflash_block_mask', 'DrafterConfig',
-           'default_layer_ids', 'default_gamma', 'rope', 'DrafterLayer', 'DFlashDrafter', 'target_features',
-           'load_target', 'decay_weights', 'quantized_weights', 'block_weights', 'dflash_loss', 'Anchored',
-           'DFlashSettings', 'DFlashStrategy', 'draft_vocab', 'warm_feature_cache', 'target_rope_theta',
+           'OTHER_SPECULATIVE', 'HEAD_SPECULATIVE', 'PROMPT_SET', 'EXTRA_PROMPTS', 'MORE_PROMPTS', 'anchor_candidates',
+           'sample_anchors', 'Blocks', 'make_blocks', 'dflash_mask_mod', 'dflash_mask', 'dflash_block_mask',
+           'DrafterConfig', 'default_layer_ids', 'default_gamma', 'rope', 'DrafterLayer', 'DFlashDrafter',
+           'target_features', 'load_target', 'decay_weights', 'quantized_weights', 'block_weights', 'dflash_loss',
+           'Anchored', 'DFlashSettings', 'DFlashStrategy', 'draft_vocab', 'warm_feature_cache', 'target_rope_theta',
            'init_from_target', 'build_dflash_model', 'SpecOutput', 'draft_block', 'lookup_draft', 'NgramIndex',
            'chat_responses', 'speculative_generate', 'replay_acceptance', 'target_greedy', 'offset_accuracy',
-           'speculative_settings', 'speculative_cli', 'prompt_set', 'read_prompts', 'self_distill', 'main']
+           'HeadConfig', 'NextTokenHead', 'draft_next', 'load_drafter', 'head_examples', 'train_head', 'head_accuracy',
+           'head_cli', 'speculative_settings', 'speculative_cli', 'prompt_set', 'read_prompts', 'self_distill', 'main']
 
 # %% ../nbs/15_dflash.ipynb
 ANCHOR_SAMPLING = ('independent', 'non_overlapping')
@@ -324,7 +325,7 @@ def _save(self: DFlashDrafter, out_dir) -> Path:
     from safetensors.torch import save_file
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     save_file({k: v.detach().contiguous().cpu() for k, v in self.state_dict().items()}, str(out / DRAFTER_WEIGHTS))
-    (out / DRAFTER_CONFIG).write_text(json.dumps(dict(model_class='DFlashDrafter', **asdict(self.config)), indent=1))
+    (out / DRAFTER_CONFIG).write_text(json.dumps(dict(model_class=type(self).__name__, **asdict(self.config)), indent=1))
     return out
 
 # %% ../nbs/15_dflash.ipynb
@@ -730,7 +731,7 @@ def speculative_generate(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[i
     if max_draft < 0: raise ValueError(f"max_draft={max_draft}: verify at most this many drafts per call (>= 1), or 0 = the whole block")
     dev, bs = next(drafter.parameters()).device, drafter.config.block_size
     width = min(max_draft or bs - 1, bs - 1)                               # drafts verified per row per call
-    draft_fn = draft_fn or partial(draft_block, min_confidence=min_confidence)
+    draft_fn = draft_fn or partial(getattr(type(drafter), 'propose', draft_block), min_confidence=min_confidence)   # a NextTokenHead: draft_next
     ids, am = _left_pad(prompt_ids, dev)
     pos, cache = (am.cumsum(1) - 1).clamp_min(0), KVBuffer(drafter.target.config.get_text_config().num_hidden_layers, len(ids), dev)
     g, ctx = _target_step(drafter, ids, am, pos, cache)
@@ -833,13 +834,202 @@ def offset_accuracy(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[int]],
     return hits / n                                                    # 0 / 0 = nan where no anchor reaches
 
 # %% ../nbs/15_dflash.ipynb
+@dataclass
+class HeadConfig:
+    "Shape of a `NextTokenHead` and the target it belongs to (saved as `dflash_config.json` with `model_class: NextTokenHead`)."
+    hidden_size: int                      # = the target's hidden size
+    num_target_layers: int                # the head reads the target's last hidden state (after its final norm)
+    intermediate_size: int = 1024         # MLP width
+    draft_vocab_size: int = 8192          # proposes only these most frequent training tokens (0: the whole vocabulary)
+    vocab_size: int = 0                   # the target's vocabulary (its LM head's rows)
+    target: Optional[str] = None          # the frozen target checkpoint (path or hub id): not saved with the head
+    target_dtype: str = 'float32'
+    target_info: dict = field(default_factory=dict)
+
+    @property
+    def block_size(self) -> int: return 2                                  # the anchor + one draft
+    @property
+    def layer_ids(self) -> tuple[int, ...]: return (self.num_target_layers - 1,)   # hidden_states[-1]: after the final norm
+
+class NextTokenHead(nn.Module):
+    """A one-draft drafter for decoding on a CPU, where verifying one draft is nearly free but two cost 1.5x a plain step
+    (the skinny-linear table above): from the target's last hidden state at position t (after its final norm) and the
+    token x_{t+1} the target chose there, a residual MLP predicts x_{t+2}, scored with the target's own LM head rows
+    (frozen) over a draft vocabulary. Medusa's heads read the hidden state alone; feeding the chosen token too is Hydra's
+    step. The target is held as `DFlashDrafter` holds it: frozen, outside the module tree, never saved."""
+    def __init__(self, config: HeadConfig, target: Optional[nn.Module] = None):
+        super().__init__()
+        c, H = config, config.hidden_size
+        self.config = c
+        self.fc1, self.fc2 = nn.Linear(2 * H, c.intermediate_size), nn.Linear(c.intermediate_size, H)
+        self.norm = nn.RMSNorm(H, eps=1e-6)
+        if c.draft_vocab_size: self.register_buffer('vocab_ids', torch.arange(c.draft_vocab_size))
+        self._target, self._head = [], None
+        if target is not None: self.attach(target)
+
+    target = DFlashDrafter.target
+    attach, head_weight, to_token_ids, to_head_ids = DFlashDrafter.attach, DFlashDrafter.head_weight, DFlashDrafter.to_token_ids, DFlashDrafter.to_head_ids
+    save_pretrained = DFlashDrafter.save_pretrained
+
+    def _apply(self, fn, recurse=True):                                    # .to(device) / dtype moves the target too
+        super()._apply(fn, recurse)
+        if self._target: self._target[0]._apply(fn, recurse)
+        return self
+
+    def project(self, feats: Tensor) -> Tensor:
+        "The target's features (its last hidden state) as the head reads them: unchanged, in the head's dtype."
+        return feats.to(self.fc1.weight.dtype)
+
+    def forward(self, h: Tensor, tokens: Tensor) -> Tensor:
+        "Logits `[..., V]` for the token after `tokens`, from the target's last hidden states `h [..., H]` one position before them."
+        e = self.target.get_input_embeddings()(tokens).to(self.fc1.weight.dtype)
+        z = h.to(e.dtype) + self.fc2(F.silu(self.fc1(torch.cat([h.to(e.dtype), e], -1))))
+        W, z = self.head_weight(), self.norm(z).to(self.head_weight().dtype)
+        return skinny_linear(z, W) if skinny_applies(z, W) else F.linear(z, W)   # a few rows on a CPU: see 07b_sampling
+
+    @classmethod
+    def for_target(cls, target: nn.Module, intermediate_size: int = 1024, draft_vocab_size: int = 8192,
+                   target_path: Optional[str] = None, target_dtype: str = 'float32') -> 'NextTokenHead':
+        "A fresh head shaped for `target` (a transformers causal LM with a bias-free LM head)."
+        tc = target.config.get_text_config()
+        V = target.get_output_embeddings().weight.shape[0]
+        c = HeadConfig(hidden_size=tc.hidden_size, num_target_layers=tc.num_hidden_layers, intermediate_size=intermediate_size,
+                       draft_vocab_size=min(draft_vocab_size, V), vocab_size=V, target=target_path, target_dtype=target_dtype,
+                       target_info=_target_info(tc))
+        return cls(c, target)
+
+def draft_next(head: NextTokenHead, anchor: Tensor, pos: Tensor, ctx: Tensor, ctx_pos: Tensor, ctx_valid: Tensor,
+               min_confidence: float = 0.0) -> Tensor:
+    """`speculative_generate`'s drafts `[B, 1]` from a `NextTokenHead`: each row's token after its anchor, from the target's
+    state at the last committed column of `ctx`; `[B, 0]` when no row's draft reaches `min_confidence`."""
+    last = (ctx_valid.long() * torch.arange(ctx_valid.shape[1], device=ctx_valid.device)).argmax(1)
+    logits = head(ctx[torch.arange(len(anchor), device=ctx.device), last], anchor)
+    d = head.to_token_ids(logits.argmax(-1))[:, None]
+    return d if not min_confidence or bool((logits.float().softmax(-1).amax(-1) >= min_confidence).any()) else d[:, :0]
+
+NextTokenHead.propose = staticmethod(draft_next)
+
+# %% ../nbs/15_dflash.ipynb
+def _load_head(cls, path, target: Optional[nn.Module] = None, device=None) -> NextTokenHead:
+    "A saved head, with `target` attached (default: the target recorded in its config, loaded here)."
+    from safetensors.torch import load_file
+    d = json.loads((Path(path) / DRAFTER_CONFIG).read_text())
+    if d.pop('model_class', None) != 'NextTokenHead': raise ValueError(f"{path} is not a NextTokenHead; use load_drafter")
+    c = HeadConfig(**d)
+    m = cls(c, target if target is not None else load_target(c.target, c.target_dtype, device))
+    m.load_state_dict(load_file(str(Path(path) / DRAFTER_WEIGHTS)))
+    return m.to(device or 'cpu').eval()
+
+NextTokenHead.from_pretrained = classmethod(_load_head)
+
+def load_drafter(path, target: Optional[nn.Module] = None, device=None):
+    "A saved `DFlashDrafter` or `NextTokenHead` (by `model_class` in its `dflash_config.json`), target attached."
+    f = Path(path) / DRAFTER_CONFIG
+    if not f.exists(): raise FileNotFoundError(f"{path} has no {DRAFTER_CONFIG}: not a DFlash drafter or head.")
+    cls = NextTokenHead if json.loads(f.read_text()).get('model_class') == 'NextTokenHead' else DFlashDrafter
+    return cls.from_pretrained(path, target=target, device=device)
+
+# %% ../nbs/15_dflash.ipynb
+@torch.no_grad()
+def head_examples(target: nn.Module, prompt_ids: Sequence[Sequence[int]], responses: Sequence[Sequence[int]],
+                  batch_size: int = 32, progress: bool = True) -> dict:
+    """A head's training examples from rows `prompt + response` (a distilled file's answers): at every position t from
+    the prompt's last token on whose t + 2 is still in the row, the target's last hidden state `h` at t (after its final
+    norm, float16), the token at t + 1 (`tokens`) and the one at t + 2 (`next`). One target pass per row, without its
+    LM head, in length-sorted batches."""
+    from tqdm.auto import tqdm
+    rows = [(list(p), list(r)) for p, r in zip(prompt_ids, responses) if len(p) and len(r) >= 2]
+    order, dev = sorted(range(len(rows)), key=lambda i: len(rows[i][0]) + len(rows[i][1])), next(target.parameters()).device
+    body = target.get_decoder() if hasattr(target, 'get_decoder') else target
+    H, A, Y = [], [], []
+    for s in tqdm(range(0, len(order), batch_size), desc='target states', unit='batch', disable=not progress):
+        seqs = [rows[i][0] + rows[i][1] for i in order[s:s + batch_size]]
+        ids = torch.zeros(len(seqs), max(map(len, seqs)), dtype=torch.long, device=dev); am = torch.zeros_like(ids)
+        for b, q in enumerate(seqs): ids[b, :len(q)], am[b, :len(q)] = torch.tensor(q, device=dev), 1
+        h = body(input_ids=ids, attention_mask=am, use_cache=False).last_hidden_state
+        for b, i in enumerate(order[s:s + batch_size]):
+            P, L = len(rows[i][0]), len(seqs[b])
+            H.append(h[b, P - 1:L - 2].half().cpu()); A.append(ids[b, P:L - 1].cpu()); Y.append(ids[b, P + 1:L].cpu())
+    return dict(h=torch.cat(H), tokens=torch.cat(A), next=torch.cat(Y))
+
+def train_head(head: NextTokenHead, ex: dict, epochs: int = 4, batch_size: int = 256, lr: float = 1e-3,
+               weight_decay: float = 0.01, val: Optional[dict] = None, seed: int = 0, progress: bool = True) -> list[dict]:
+    """Fit `head` to examples from `head_examples` (cross-entropy on the token at t + 2; tokens outside the draft
+    vocabulary are skipped), AdamW with a one-cycle schedule; returns one record per epoch: mean train loss and, given
+    `val` (examples of held-out rows), the share of them whose greedy draft is right (`val_top1`)."""
+    from tqdm.auto import tqdm
+    g = torch.Generator().manual_seed(seed)
+    y = head.to_head_ids(ex['next'])
+    n = len(y); steps = epochs * -(-n // batch_size)
+    params = [p for p in head.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, lr, total_steps=steps, pct_start=0.05)
+    log = []
+    with tqdm(total=steps, desc='head', unit='step', disable=not progress) as bar:
+        for ep in range(epochs):
+            head.train(); perm, tot, cnt = torch.randperm(n, generator=g), 0.0, 0
+            for s in range(0, n, batch_size):
+                j = perm[s:s + batch_size]
+                loss = F.cross_entropy(head(ex['h'][j].float(), ex['tokens'][j]), y[j], ignore_index=-100)
+                opt.zero_grad(); loss.backward(); opt.step(); sched.step()
+                tot += loss.item() * len(j); cnt += len(j); bar.update(1)
+            rec = dict(epoch=ep + 1, loss=tot / cnt)
+            if val is not None: rec['val_top1'] = head_accuracy(head, val)
+            log.append(rec); bar.set_postfix(rec)
+    return log
+
+@torch.no_grad()
+def head_accuracy(head: NextTokenHead, ex: dict, batch_size: int = 1024) -> float:
+    "The share of examples (`head_examples`) whose greedy draft is the token at t + 2."
+    head.eval()
+    hits = sum(int((head.to_token_ids(head(ex['h'][s:s + batch_size].float(), ex['tokens'][s:s + batch_size]).argmax(-1))
+                    == ex['next'][s:s + batch_size]).sum()) for s in range(0, len(ex['next']), batch_size))
+    return hits / max(1, len(ex['next']))
+
+# %% ../nbs/15_dflash.ipynb
+def head_cli(args) -> int:
+    "`python -m dllm_nb.dflash head --target T --data DISTILLED.jsonl --out DIR`: train and save a `NextTokenHead`."
+    import hashlib
+    from dllm_nb.data import load_tokenizer
+    tok, target = load_tokenizer(args.target), load_target(args.target)
+    P, R = chat_responses(args.data, tok)
+    P, R = P[:args.limit], R[:args.limit]
+    if not 0 < args.val_rows < len(P): raise SystemExit(f"--val-rows {args.val_rows}: need 0 < N < the {len(P)} rows of {args.data}")
+    n = len(P) - args.val_rows                                            # the last --val-rows rows are held out
+    key = hashlib.sha1(json.dumps([str(args.target), _target_info(target.config.get_text_config()), P, R, n]).encode()).hexdigest()
+    feats = Path(args.features) if args.features else None
+    if feats is not None and feats.exists() and torch.load(feats, weights_only=True).get('key') == key:
+        saved = torch.load(feats, weights_only=True); ex, val = saved['train'], saved['val']
+        print(f"target states from {feats}", file=sys.stderr)
+    else:
+        if feats is not None and feats.exists(): print(f"{feats} was written for other rows or another target: recomputing", file=sys.stderr)
+        ex, val = head_examples(target, P[:n], R[:n], args.feature_batch), head_examples(target, P[n:], R[n:], args.feature_batch)
+        if feats is not None:
+            feats.parent.mkdir(parents=True, exist_ok=True); torch.save(dict(key=key, train=ex, val=val), feats)
+    torch.manual_seed(args.seed)
+    head = NextTokenHead.for_target(target, args.hidden, args.vocab, target_path=str(args.target))
+    if head.config.draft_vocab_size:
+        with torch.no_grad(): head.vocab_ids.copy_(draft_vocab(R[:n], head.config.draft_vocab_size, head.config.vocab_size, [tok.eos_token_id]))
+        cover = float((head.to_head_ids(val['next']) >= 0).float().mean())
+    log = train_head(head, ex, args.epochs, args.batch_size, args.lr, val=val, seed=args.seed)
+    out = Path(args.out); head.save_pretrained(out); tok.save_pretrained(out)
+    (out / 'head_log.json').write_text(json.dumps(dict(rows=n, val_rows=args.val_rows, examples=len(ex['next']), log=log), indent=1))
+    for r in log: print(f"epoch {r['epoch']}: train loss {r['loss']:.3f}, held-out top-1 {r['val_top1']:.3f}")
+    print(f"{out}: NextTokenHead, {sum(p.numel() for p in head.parameters()) / 1e6:.2f}M parameters, {len(ex['next'])} examples "
+          f"from {n} rows; held-out top-1 {log[-1]['val_top1']:.3f} on {len(val['next'])} positions of {args.val_rows} rows"
+          + (f" ({cover:.1%} of them in its draft vocabulary)" if head.config.draft_vocab_size else ''))
+    return 0
+
+# %% ../nbs/15_dflash.ipynb
 CPU_SPECULATIVE = dict(min_confidence=0.5, lookup=3, max_draft=1, min_share=0.2)   # fastest measured on SmolLM2, an AVX2 CPU (above)
 OTHER_SPECULATIVE = dict(min_confidence=0.0, lookup=0, max_draft=0, min_share=0.5)  # whole blocks (no GPU measured here)
+HEAD_SPECULATIVE = dict(min_confidence=0.0, lookup=3, max_draft=1, min_share=0.8)   # a NextTokenHead (one draft), any device
 
-def speculative_settings(args, device) -> dict:
+def speculative_settings(args, device, head: bool = False) -> dict:
     """The decoding knobs from the command line `args` (`min_share`: the `--corpus` index's, the rest `speculative_generate`'s);
-    the ones left unset (None): on a CPU `CPU_SPECULATIVE`, elsewhere `OTHER_SPECULATIVE`."""
-    base = CPU_SPECULATIVE if torch.device(device).type == 'cpu' else OTHER_SPECULATIVE
+    the ones left unset (None): for a `NextTokenHead` (`head`) `HEAD_SPECULATIVE`, else on a CPU `CPU_SPECULATIVE`,
+    elsewhere `OTHER_SPECULATIVE`."""
+    base = HEAD_SPECULATIVE if head else CPU_SPECULATIVE if torch.device(device).type == 'cpu' else OTHER_SPECULATIVE
     return {k: base[k] if getattr(args, k, None) is None else getattr(args, k) for k in base}
 
 # %% ../nbs/15_dflash.ipynb
@@ -850,7 +1040,9 @@ def speculative_cli(args, prompts: list[str]) -> int:
     from dllm_nb.sampling import encode_prompts
     if args.temperature: raise SystemExit(f"--speculative is greedy (lossless) only; got --temperature {args.temperature}.")
     device = args.device or default_device()
-    kw, corpus, cpu = speculative_settings(args, device), getattr(args, 'corpus', None), torch.device(device).type == 'cpu'
+    cfg = Path(args.checkpoint) / DRAFTER_CONFIG
+    head = cfg.exists() and json.loads(cfg.read_text()).get('model_class') == 'NextTokenHead'
+    kw, corpus, cpu = speculative_settings(args, device, head), getattr(args, 'corpus', None), torch.device(device).type == 'cpu'
     min_share = kw.pop('min_share')
     if not 0 <= min_share <= 1: raise SystemExit(f'--min-share {min_share}: a share of occurrences, in [0, 1]')
     if getattr(args, 'min_share', None) is not None and not corpus: raise SystemExit('--min-share applies to --corpus copies: give --corpus FILE')
@@ -863,7 +1055,7 @@ def speculative_cli(args, prompts: list[str]) -> int:
     if cpu and batch_size > 1 and len(prompts) > 1:
         print(f"note: --batch-size {batch_size}: on a CPU speculative decoding at batch > 1 measured slower than the target's "
               "own batched greedy decoding (SmolLM2, batch 4: 0.85x; 15_dflash); batch 1 (the CPU default) is where it pays", file=sys.stderr)
-    drafter = DFlashDrafter.from_pretrained(args.checkpoint, device=device)
+    drafter = load_drafter(args.checkpoint, device=device)
     tok, acc = load_tokenizer(args.checkpoint), []
     if corpus:
         kw['corpus'] = NgramIndex.from_chat_jsonl(corpus, tok, min_share=min_share)
@@ -956,7 +1148,7 @@ def self_distill(target: nn.Module, tokenizer, prompts: Sequence[str], out_path,
 
 # %% ../nbs/15_dflash.ipynb
 def main(argv: Optional[list[str]] = None) -> int:
-    "`python -m dllm_nb.dflash distill --target T --prompts shipped:train --out F.jsonl`: self-distillation data."
+    "`python -m dllm_nb.dflash distill ...`: self-distillation data; `python -m dllm_nb.dflash head ...`: a `NextTokenHead`."
     import argparse
     from dllm_nb.data import load_tokenizer
     ap = argparse.ArgumentParser(prog='python -m dllm_nb.dflash', description='DFlash utilities.')
@@ -971,7 +1163,22 @@ def main(argv: Optional[list[str]] = None) -> int:
     d.add_argument('--seed', type=int, default=0)
     d.add_argument('--limit', type=int, default=None, help='only the first N prompts')
     d.add_argument('--dtype', default='float32', choices=('float32', 'bfloat16'))
+    h = sub.add_parser('head', help="train a NextTokenHead (one draft per call, for CPU decoding) on a distilled chat JSONL")
+    h.add_argument('--target', required=True, help='the causal target: HF folder, hub id or .gguf')
+    h.add_argument('--data', required=True, help="chat JSONL written by `distill` (the target's own greedy answers)")
+    h.add_argument('--out', required=True, help='folder for the head (and the tokenizer)')
+    h.add_argument('--epochs', type=int, default=4)
+    h.add_argument('--hidden', type=int, default=1024, help='MLP width')
+    h.add_argument('--vocab', type=int, default=8192, help='draft vocabulary: the most frequent answer tokens (0: all)')
+    h.add_argument('--batch-size', type=int, default=256)
+    h.add_argument('--lr', type=float, default=1e-3)
+    h.add_argument('--val-rows', type=int, default=64, help='the last N rows are held out for the top-1 figure')
+    h.add_argument('--limit', type=int, default=None, help='only the first N rows')
+    h.add_argument('--features', default=None, help="a file for the target's states, reused when written for the same rows and target")
+    h.add_argument('--feature-batch', type=int, default=32)
+    h.add_argument('--seed', type=int, default=0)
     args = ap.parse_args(argv)
+    if args.cmd == 'head': return head_cli(args)
     prompts = read_prompts(args.prompts)[:args.limit]
     tok, target = load_tokenizer(args.target), load_target(args.target, args.dtype)
     n = self_distill(target, tok, prompts, args.out, args.max_new_tokens, args.batch_size, args.temperature, args.seed)

@@ -199,17 +199,17 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument('--dtype', default=None, choices=['float32', 'bfloat16', 'float16'],
                     help='decode in this dtype (default: as saved). On CPU, bfloat16 pays off only with native bf16 dot products '
                          '(AMD Zen 4, Intel AMX: bench/verified.py measures it); elsewhere it is far slower than float32')
-    ap.add_argument('--speculative', action='store_true', help='--checkpoint is a DFlash drafter: greedy speculative decoding of its target')
+    ap.add_argument('--speculative', action='store_true', help='--checkpoint is a DFlash drafter or a NextTokenHead: greedy speculative decoding of its target')
     ap.add_argument('--min-confidence', type=at_least_float(0), default=None,
-                    help='--speculative: verify drafts only while the drafter gives them this probability (default: 0.5 on a CPU, else 0)')
+                    help='--speculative: verify drafts only while the drafter gives them this probability (default: 0.5 on a CPU, else 0; a NextTokenHead: 0)')
     ap.add_argument('--lookup', type=off_or_at_least(2), default=None,
-                    help='--speculative: copy what followed a recurring 2..N-token suffix instead of drafting (0 = off; default: 3 on a CPU, else 0)')
+                    help='--speculative: copy what followed a recurring 2..N-token suffix instead of drafting (0 = off; default: 3 on a CPU or with a NextTokenHead, else 0)')
     ap.add_argument('--max-draft', type=at_least(0), default=None,
-                    help='--speculative: verify at most N drafted/copied tokens per call (0 = the whole block; default: 1 on a CPU, else 0)')
+                    help='--speculative: verify at most N drafted/copied tokens per call (0 = the whole block; default: 1 on a CPU or with a NextTokenHead, else 0)')
     ap.add_argument('--corpus', default=None,
                     help="--speculative: a distilled chat JSONL (the drafter's training data): copy what followed the same suffix in its answers")
     ap.add_argument('--min-share', type=float, default=None,
-                    help="--corpus: copy while at least this share of the suffix's occurrences agree (default: 0.2 on a CPU, else 0.5)")
+                    help="--corpus: copy while at least this share of the suffix's occurrences agree (default: 0.2 on a CPU, else 0.5; a NextTokenHead: 0.8)")
     ap.add_argument('--no-drafter', action='store_true', help='--speculative: copies only (--lookup / --corpus); the drafter never runs')
     ap.add_argument('--verified', action='store_true', help='block_diffusion with shift_logits: the canvas drafts, the encoder verifies (its greedy output)')
     ap.add_argument('--max-draft-rows', type=at_least(0), default=None,

@@ -23,8 +23,8 @@ from .models import BlockDiffusionLM, canvas_position_ids, model_attention_mask,
 __all__ = ['Prompts', 'STATES', 'NOISE', 'NEW', 'STABLE', 'ABSENT', 'SKINNY_MAX_ROWS', 'STATE_COLORS', 'encode_prompts',
            'row_seeds', 'block_generators', 'right_pad', 'predict_tokens', 'transfer_schedule', 'select_transfer',
            'Trajectory', 'GenerationOutput', 'TrajectoryRecorder', 'cut_at_eos', 'model_device', 'token_id',
-           'skinny_linear', 'skinny_linears', 'KVBuffer', 'CachedContext', 'ReencodeContext', 'progress_bar',
-           'plot_trajectory']
+           'skinny_linear', 'skinny_applies', 'skinny_linears', 'KVBuffer', 'CachedContext', 'ReencodeContext',
+           'progress_bar', 'plot_trajectory']
 
 # %% ../nbs/07b_sampling.ipynb
 Prompts = Union[Sequence[Sequence[int]], Sequence[str]]
@@ -164,14 +164,17 @@ def skinny_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> T
     if bias is not None: y = y + bias
     return y.contiguous().view(*x.shape[:-1], weight.shape[0])
 
+def skinny_applies(x: Tensor, weight: Tensor, max_rows: int = SKINNY_MAX_ROWS) -> bool:
+    "Whether `skinny_linear` is the faster path: float32 CPU tensors, at most `max_rows` rows, outside autograd."
+    return (x.device.type == 'cpu' and x.dtype == torch.float32 and weight.dtype == torch.float32
+            and x.numel() <= max_rows * x.shape[-1] and not torch.is_grad_enabled())
+
 @contextlib.contextmanager
 def skinny_linears(*models: nn.Module, max_rows: int = SKINNY_MAX_ROWS):
     """Inside: every plain `nn.Linear` of `models` computes float32 CPU inputs of at most `max_rows` rows, outside
     autograd, with `skinny_linear`; the stock path otherwise, and always after the block."""
     def forward(m: nn.Linear, x: Tensor) -> Tensor:
-        if (x.device.type != 'cpu' or x.dtype != torch.float32 or m.weight.dtype != torch.float32
-                or x.numel() > max_rows * x.shape[-1] or torch.is_grad_enabled()): return nn.Linear.forward(m, x)
-        return skinny_linear(x, m.weight, m.bias)
+        return skinny_linear(x, m.weight, m.bias) if skinny_applies(x, m.weight, max_rows) else nn.Linear.forward(m, x)
     mods = list({id(m): m for model in models for m in model.modules()
                  if type(m) is nn.Linear and 'forward' not in vars(m)}.values())   # once each; not one already routed
     for m in mods: m.forward = partial(forward, m)

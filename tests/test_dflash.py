@@ -206,3 +206,32 @@ def test_chat_responses_renders_answers_and_names_a_bad_row(tmp_path):
     bad = tmp_path / 'bad.jsonl'
     bad.write_text(json.dumps(rows[0]) + '\n' + json.dumps(dict(messages=[dict(role='user', content='no answer')])) + '\n')
     with pytest.raises(DataError, match=r'bad.jsonl:2: need .messages. ending in an assistant turn'): chat_responses(bad, tok)
+
+
+def test_head_cli_trains_reuses_states_and_decodes_losslessly(tmp_path):
+    "`dflash head` on a tiny target's distilled answers: saved as a NextTokenHead, states file reused, generate --speculative lossless."
+    from dllm_nb.dflash import NextTokenHead, load_drafter, target_greedy
+    from dllm_nb.generate import encode_prompts
+    tok = make_target(tmp_path / 'target')
+    data = tmp_path / 'distilled.jsonl'
+    run(['-m', 'dllm_nb.dflash', 'distill', '--target', str(tmp_path / 'target'), '--prompts', 'shipped:train', '--limit', '24',
+         '--max-new-tokens', '12', '--out', str(data)])
+    args = ['-m', 'dllm_nb.dflash', 'head', '--target', str(tmp_path / 'target'), '--data', str(data), '--out', str(tmp_path / 'head'),
+            '--epochs', '2', '--hidden', '32', '--vocab', '64', '--val-rows', '4', '--features', str(tmp_path / 'states.pt')]
+    r = run(args)
+    assert 'target states' in r.stderr and 'NextTokenHead' in r.stdout and 'from 20 rows' in r.stdout, r.stdout[-2000:]
+    log = json.loads((tmp_path / 'head' / 'head_log.json').read_text())
+    assert log['rows'] == 20 and [e['epoch'] for e in log['log']] == [1, 2] and 0 <= log['log'][-1]['val_top1'] <= 1
+    conf = json.loads((tmp_path / 'head' / 'dflash_config.json').read_text())
+    assert conf['model_class'] == 'NextTokenHead' and conf['draft_vocab_size'] == 64
+    r2 = run(args)                                                    # the states are read back, not recomputed
+    assert 'target states from' in r2.stderr and 'target states:' not in r2.stderr, r2.stderr[-2000:]
+    assert 'need 0 < N' in run_fail([*args[:-4], '--val-rows', '24'])
+    prompts = ['What is 123 + 456?', 'Reverse the words: cat dog sun']
+    g = run(['-m', 'dllm_nb.generate', '--checkpoint', str(tmp_path / 'head'), '--speculative', '--device', 'cpu',
+             '--max-new-tokens', '12', *sum((['--prompt', p] for p in prompts), [])])
+    assert 'speculative decoding on cpu: --min-confidence 0.0 --lookup 3 --max-draft 1' in g.stderr, g.stderr[-2000:]
+    head = load_drafter(tmp_path / 'head')
+    assert isinstance(head, NextTokenHead)
+    ref = target_greedy(head.target, encode_prompts(prompts, tok), 12, tok.eos_token_id)
+    assert '\n'.join(f'{p} -> {tok.decode(s)}' for p, s in zip(prompts, ref)) in g.stdout        # the target's own greedy text

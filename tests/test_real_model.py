@@ -213,3 +213,20 @@ def test_dflash_speculative_is_lossless_on_smollm2(hf_dir, tok):
         assert [s for i in (0, 2) for s in speculative_generate(drafter, ids[i:i + 2], 10, tok.eos_token_id, lookup=3,
                                                                 corpus=corpus).sequences] == ref
     assert not any('forward' in vars(m) for m in target.modules())                 # restored
+
+
+def test_next_token_head_is_lossless_on_smollm2(hf_dir, tok):
+    "A random NextTokenHead over the real target, with skinny linears: batch 1 and 2 equal the target's own greedy output."
+    from dllm_nb.dflash import NextTokenHead, prompt_set, speculative_generate, target_greedy, load_target
+    from dllm_nb.generate import encode_prompts
+    from dllm_nb.sampling import skinny_linears
+    torch.manual_seed(0)
+    target = load_target(hf_dir)
+    head = NextTokenHead.for_target(target, intermediate_size=64, draft_vocab_size=4096).eval()
+    ids = encode_prompts([r['prompt'] for r in prompt_set('test')[:3]], tok)
+    ref = target_greedy(target, ids, 10, tok.eos_token_id)
+    with skinny_linears(target, head):
+        for B in (1, 2):
+            outs = [speculative_generate(head, ids[i:i + B], 10, tok.eos_token_id, lookup=3) for i in range(0, len(ids), B)]
+            assert [s for o in outs for s in o.sequences] == ref, B
+            assert max(a for o in outs for a in o.accept_lengths) <= 2                 # one draft per call at most
