@@ -32,8 +32,9 @@ __all__ = ['ANCHOR_SAMPLING', 'MASKED', 'DRAFTER_CONFIG', 'DRAFTER_WEIGHTS', 'WE
            'Anchored', 'DFlashSettings', 'DFlashStrategy', 'draft_vocab', 'warm_feature_cache', 'target_rope_theta',
            'init_from_target', 'build_dflash_model', 'SpecOutput', 'draft_block', 'lookup_draft', 'NgramIndex',
            'chat_responses', 'speculative_generate', 'replay_acceptance', 'target_greedy', 'offset_accuracy',
-           'HeadConfig', 'NextTokenHead', 'draft_next', 'load_drafter', 'head_examples', 'train_head', 'head_accuracy',
-           'head_cli', 'speculative_settings', 'speculative_cli', 'prompt_set', 'read_prompts', 'self_distill', 'main']
+           'HeadConfig', 'NextTokenHead', 'draft_next', 'drafter_class', 'load_drafter', 'head_examples', 'train_head',
+           'head_accuracy', 'head_cli', 'speculative_settings', 'speculative_cli', 'prompt_set', 'read_prompts',
+           'self_distill', 'main']
 
 # %% ../nbs/15_dflash.ipynb
 ANCHOR_SAMPLING = ('independent', 'non_overlapping')
@@ -344,14 +345,16 @@ def _load(cls, path, target: Optional[nn.Module] = None, device=None) -> DFlashD
     from safetensors.torch import load_file
     path = Path(path)
     if not (path / DRAFTER_CONFIG).exists(): raise FileNotFoundError(f"{path} has no {DRAFTER_CONFIG}: not a DFlash drafter.")
-    d = json.loads((path / DRAFTER_CONFIG).read_text()); d.pop('model_class', None)
-    c = DrafterConfig(**{**d, 'layer_ids': tuple(d['layer_ids'])})
+    d = json.loads((path / DRAFTER_CONFIG).read_text())
+    if d.pop('model_class', cls.__name__) != cls.__name__: raise ValueError(f"{path} is not a {cls.__name__}; use load_drafter")
+    c = cls._config(d)
     target = target if target is not None else load_target(c.target, c.target_dtype, device)
     m = cls(c, target)
     m.load_state_dict(load_file(str(path / DRAFTER_WEIGHTS)))
     return m.to(device or 'cpu').eval()
 
 DFlashDrafter.save_pretrained, DFlashDrafter.from_pretrained = _save, classmethod(_load)
+DFlashDrafter._config = staticmethod(lambda d: DrafterConfig(**{**d, 'layer_ids': tuple(d['layer_ids'])}))   # the saved dict -> config
 
 # %% ../nbs/15_dflash.ipynb
 WEIGHT_QUANTUM = 2 ** 16   # decay weights in integer units of 1/2^16, so weight sums all-reduce exactly as counts do
@@ -470,6 +473,12 @@ def _feature_meta(drafter: DFlashDrafter) -> dict:
     c = drafter.config
     return dict(target=c.target, target_info=c.target_info, layer_ids=list(c.layer_ids), dtype=str(drafter.feature_dtype or c.target_dtype))
 
+def _right_pad(rows: Sequence[Sequence[int]], device) -> tuple[Tensor, Tensor]:
+    "`(ids, attention_mask)` of token rows padded on the right (for a plain, uncached causal pass)."
+    ids = torch.zeros(len(rows), max(map(len, rows)), dtype=torch.long, device=device); am = torch.zeros_like(ids)
+    for b, r in enumerate(rows): ids[b, :len(r)], am[b, :len(r)] = torch.tensor(r, device=device), 1
+    return ids, am
+
 def warm_feature_cache(drafter: DFlashDrafter, token_rows, batch_size: int = 16, path=None, progress: bool = True) -> int:
     """Fill `drafter.feature_cache` with the target's features of every row of `token_rows` (lists of token ids): rows
     from the feature file `path` when it exists (written for the same target, layers and dtype, else ValueError), the
@@ -488,9 +497,7 @@ def warm_feature_cache(drafter: DFlashDrafter, token_rows, batch_size: int = 16,
     dev = next(drafter.parameters()).device
     for s in tqdm(range(0, len(todo), batch_size), desc='target features', unit='batch', disable=not progress or not todo):
         rows = todo[s:s + batch_size]
-        ids = torch.zeros(len(rows), len(rows[-1]), dtype=torch.long, device=dev); am = torch.zeros_like(ids)
-        for b, r in enumerate(rows): ids[b, :len(r)], am[b, :len(r)] = torch.tensor(r, device=dev), 1
-        drafter.context_features(ids, am)                        # a cache miss: runs the target, keeps each row's features
+        drafter.context_features(*_right_pad(rows, dev))                        # a cache miss: runs the target, keeps each row's features
     if path is not None and todo:
         tmp = Path(f"{path}.tmp"); Path(path).parent.mkdir(parents=True, exist_ok=True)
         torch.save(dict(meta=meta, keys=[list(k) for k in cache], feats=list(cache.values())), tmp); tmp.replace(path)
@@ -598,6 +605,10 @@ def _left_pad(prompts: Sequence[Sequence[int]], device) -> tuple[Tensor, Tensor]
     return ids, am
 
 # %% ../nbs/15_dflash.ipynb
+def _last_committed(ctx_valid: Tensor) -> Tensor:
+    "`[B]`: each row's last valid (committed) column of the context."
+    return (ctx_valid.long() * torch.arange(ctx_valid.shape[1], device=ctx_valid.device)).argmax(1)
+
 def draft_block(drafter: DFlashDrafter, anchor: Tensor, pos: Tensor, ctx: Tensor, ctx_pos: Tensor, ctx_valid: Tensor,
                 min_confidence: float = 0.0) -> Tensor:
     """Greedy drafts `[B, k]` for the block `[anchor, MASK, ...]` at positions `pos + 0..` over all context: `k = block_size - 1`,
@@ -607,7 +618,7 @@ def draft_block(drafter: DFlashDrafter, anchor: Tensor, pos: Tensor, ctx: Tensor
     ids = torch.full((B, bs), MASKED, dtype=torch.long, device=anchor.device)
     ids[:, 0] = anchor
     mask = dflash_mask(torch.full((B, 1), ctx.shape[1], device=anchor.device), ctx_valid, bs)
-    last = (ctx_valid.long() * torch.arange(ctx_valid.shape[1], device=ctx_valid.device)).argmax(1)   # the last committed column
+    last = _last_committed(ctx_valid)
     logits = drafter(ids, pos[:, None] + torch.arange(bs, device=pos.device), mask, ctx=ctx, ctx_position_ids=ctx_pos,
                      last_ctx=last[:, None].expand(-1, bs))
     if not min_confidence: return drafter.to_token_ids(logits[:, 1:].argmax(-1))
@@ -882,9 +893,9 @@ class NextTokenHead(nn.Module):
 
     def forward(self, h: Tensor, tokens: Tensor) -> Tensor:
         "Logits `[..., V]` for the token after `tokens`, from the target's last hidden states `h [..., H]` one position before them."
-        e = self.target.get_input_embeddings()(tokens).to(self.fc1.weight.dtype)
-        z = h.to(e.dtype) + self.fc2(F.silu(self.fc1(torch.cat([h.to(e.dtype), e], -1))))
-        W, z = self.head_weight(), self.norm(z).to(self.head_weight().dtype)
+        e, W = self.target.get_input_embeddings()(tokens).to(self.fc1.weight.dtype), self.head_weight()
+        h = h.to(e.dtype)
+        z = self.norm(h + self.fc2(F.silu(self.fc1(torch.cat([h, e], -1))))).to(W.dtype)
         return skinny_linear(z, W) if skinny_applies(z, W) else F.linear(z, W)   # a few rows on a CPU: see 07b_sampling
 
     @classmethod
@@ -902,32 +913,24 @@ def draft_next(head: NextTokenHead, anchor: Tensor, pos: Tensor, ctx: Tensor, ct
                min_confidence: float = 0.0) -> Tensor:
     """`speculative_generate`'s drafts `[B, 1]` from a `NextTokenHead`: each row's token after its anchor, from the target's
     state at the last committed column of `ctx`; `[B, 0]` when no row's draft reaches `min_confidence`."""
-    last = (ctx_valid.long() * torch.arange(ctx_valid.shape[1], device=ctx_valid.device)).argmax(1)
-    logits = head(ctx[torch.arange(len(anchor), device=ctx.device), last], anchor)
+    logits = head(ctx[torch.arange(len(anchor), device=ctx.device), _last_committed(ctx_valid)], anchor)
     d = head.to_token_ids(logits.argmax(-1))[:, None]
     return d if not min_confidence or bool((logits.float().softmax(-1).amax(-1) >= min_confidence).any()) else d[:, :0]
 
 NextTokenHead.propose = staticmethod(draft_next)
 
 # %% ../nbs/15_dflash.ipynb
-def _load_head(cls, path, target: Optional[nn.Module] = None, device=None) -> NextTokenHead:
-    "A saved head, with `target` attached (default: the target recorded in its config, loaded here)."
-    from safetensors.torch import load_file
-    d = json.loads((Path(path) / DRAFTER_CONFIG).read_text())
-    if d.pop('model_class', None) != 'NextTokenHead': raise ValueError(f"{path} is not a NextTokenHead; use load_drafter")
-    c = HeadConfig(**d)
-    m = cls(c, target if target is not None else load_target(c.target, c.target_dtype, device))
-    m.load_state_dict(load_file(str(Path(path) / DRAFTER_WEIGHTS)))
-    return m.to(device or 'cpu').eval()
+NextTokenHead.from_pretrained, NextTokenHead._config = classmethod(_load), staticmethod(lambda d: HeadConfig(**d))
 
-NextTokenHead.from_pretrained = classmethod(_load_head)
-
-def load_drafter(path, target: Optional[nn.Module] = None, device=None):
-    "A saved `DFlashDrafter` or `NextTokenHead` (by `model_class` in its `dflash_config.json`), target attached."
+def drafter_class(path) -> type:
+    "`DFlashDrafter` or `NextTokenHead`: the kind saved in `path` (its `dflash_config.json`'s `model_class`)."
     f = Path(path) / DRAFTER_CONFIG
     if not f.exists(): raise FileNotFoundError(f"{path} has no {DRAFTER_CONFIG}: not a DFlash drafter or head.")
-    cls = NextTokenHead if json.loads(f.read_text()).get('model_class') == 'NextTokenHead' else DFlashDrafter
-    return cls.from_pretrained(path, target=target, device=device)
+    return NextTokenHead if json.loads(f.read_text()).get('model_class') == 'NextTokenHead' else DFlashDrafter
+
+def load_drafter(path, target: Optional[nn.Module] = None, device=None):
+    "A saved `DFlashDrafter` or `NextTokenHead` (`drafter_class`), target attached."
+    return drafter_class(path).from_pretrained(path, target=target, device=device)
 
 # %% ../nbs/15_dflash.ipynb
 @torch.no_grad()
@@ -944,8 +947,7 @@ def head_examples(target: nn.Module, prompt_ids: Sequence[Sequence[int]], respon
     H, A, Y = [], [], []
     for s in tqdm(range(0, len(order), batch_size), desc='target states', unit='batch', disable=not progress):
         seqs = [rows[i][0] + rows[i][1] for i in order[s:s + batch_size]]
-        ids = torch.zeros(len(seqs), max(map(len, seqs)), dtype=torch.long, device=dev); am = torch.zeros_like(ids)
-        for b, q in enumerate(seqs): ids[b, :len(q)], am[b, :len(q)] = torch.tensor(q, device=dev), 1
+        ids, am = _right_pad(seqs, dev)
         h = body(input_ids=ids, attention_mask=am, use_cache=False).last_hidden_state
         for b, i in enumerate(order[s:s + batch_size]):
             P, L = len(rows[i][0]), len(seqs[b])
@@ -998,11 +1000,12 @@ def head_cli(args) -> int:
     n = len(P) - args.val_rows                                            # the last --val-rows rows are held out
     key = hashlib.sha1(json.dumps([str(args.target), _target_info(target.config.get_text_config()), P, R, n]).encode()).hexdigest()
     feats = Path(args.features) if args.features else None
-    if feats is not None and feats.exists() and torch.load(feats, weights_only=True).get('key') == key:
-        saved = torch.load(feats, weights_only=True); ex, val = saved['train'], saved['val']
+    saved = torch.load(feats, weights_only=True) if feats is not None and feats.exists() else None
+    if saved is not None and saved.get('key') == key:
+        ex, val = saved['train'], saved['val']
         print(f"target states from {feats}", file=sys.stderr)
     else:
-        if feats is not None and feats.exists(): print(f"{feats} was written for other rows or another target: recomputing", file=sys.stderr)
+        if saved is not None: print(f"{feats} was written for other rows or another target: recomputing", file=sys.stderr)
         ex, val = head_examples(target, P[:n], R[:n], args.feature_batch), head_examples(target, P[n:], R[n:], args.feature_batch)
         if feats is not None:
             feats.parent.mkdir(parents=True, exist_ok=True); torch.save(dict(key=key, train=ex, val=val), feats)
@@ -1040,8 +1043,7 @@ def speculative_cli(args, prompts: list[str]) -> int:
     from dllm_nb.sampling import encode_prompts
     if args.temperature: raise SystemExit(f"--speculative is greedy (lossless) only; got --temperature {args.temperature}.")
     device = args.device or default_device()
-    cfg = Path(args.checkpoint) / DRAFTER_CONFIG
-    head = cfg.exists() and json.loads(cfg.read_text()).get('model_class') == 'NextTokenHead'
+    head = (Path(args.checkpoint) / DRAFTER_CONFIG).exists() and drafter_class(args.checkpoint) is NextTokenHead
     kw, corpus, cpu = speculative_settings(args, device, head), getattr(args, 'corpus', None), torch.device(device).type == 'cpu'
     min_share = kw.pop('min_share')
     if not 0 <= min_share <= 1: raise SystemExit(f'--min-share {min_share}: a share of occurrences, in [0, 1]')
