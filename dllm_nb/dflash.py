@@ -735,7 +735,8 @@ def speculative_generate(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[i
     verifies at most `m` drafted or copied tokens per row per call (0: up to `block_size - 1`), for hardware where
     every verified row costs (a CPU: see the cost profile below). `corpus`: a row with nothing to copy from its own
     context copies from this `NgramIndex` (the distilled answers) instead, where it has a confident continuation.
-    `use_drafter=False`: copies only (a row with none verifies no drafts). `draft_fn`
+    `use_drafter=False`: copies only (a row with none verifies no drafts). Rows leave the batch as they finish
+    (`KVBuffer.select_rows`), so the last ones do not pay for the finished (SmolLM2 at batch 4: 0.89x -> 1.02x). `draft_fn`
     (default `draft_block`) may be swapped for tests, e.g. an oracle that knows the answer; it may return fewer than
     `block_size - 1` drafts."""
     if lookup == 1 or lookup < 0: raise ValueError(f"lookup={lookup}: copy after a recurring suffix of 2..n tokens (n >= 2), or 0 = off")
@@ -750,26 +751,32 @@ def speculative_generate(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[i
     anchor, nxt, ctx_pos, B = g[:, -1], am.sum(1), pos, len(ids)
     toks = [[t] for t in anchor.tolist()]
     done = [t == eos_token_id or max_new_tokens <= 1 for t in anchor.tolist()]
-    acc, rows, calls = [], [[] for _ in range(B)], 1
-    while not all(done):
-        copies = [[] if d else _copy(list(p) + t, width, lookup, corpus) for p, t, d in zip(prompt_ids, toks, done)] \
-                 if lookup or corpus is not None else [[]] * B
-        if not use_drafter or all(c for c, d in zip(copies, done) if not d): draft = anchor.new_zeros(B, 0)   # all live rows copy
+    acc, rows, calls, live = [], [[] for _ in range(B)], 1, list(range(B))   # live: the batch's rows, as prompt indices
+    while True:
+        still = [i for i, b in enumerate(live) if not done[b]]
+        if not still: break
+        if len(still) < len(live):                                         # finished rows leave the batch
+            sel = torch.tensor(still, device=dev)
+            cache.select_rows(sel); anchor, nxt, ctx, ctx_pos = anchor[sel], nxt[sel], ctx[sel], ctx_pos[sel]
+            live = [live[i] for i in still]
+        n = len(live)
+        copies = [_copy(list(prompt_ids[b]) + toks[b], width, lookup, corpus) for b in live] \
+                 if lookup or corpus is not None else [[]] * n
+        if not use_drafter or all(copies): draft = anchor.new_zeros(n, 0)   # every row copies
         else:
             draft = draft_fn(drafter, anchor, nxt, ctx, ctx_pos, cache.valid).to(dev)[:, :width]
-            if B > 1: copies = [c[:draft.shape[1]] for c in copies]     # one row's copy never widens the batch's block
+            if n > 1: copies = [c[:draft.shape[1]] for c in copies]       # one row's copy never widens the batch's block
         draft, ok = _with_copies(draft, copies) if any(copies) else (draft, torch.ones_like(draft, dtype=torch.bool))
         L = draft.shape[1] + 1; j = torch.arange(L, device=dev); bpos = nxt[:, None] + j   # anchor + drafts
         g, feats = _target_step(drafter, torch.cat([anchor[:, None], draft], 1),
-                                torch.cat([cache.valid, cache.valid.new_ones(B, L)], 1).long(), bpos, cache)
+                                torch.cat([cache.valid, cache.valid.new_ones(n, L)], 1).long(), bpos, cache)
         calls += 1
         agree = ((draft == g[:, :-1]) & ok).long().cumprod(1).sum(1)      # drafts each row's target agrees with
-        keep = int(max(a for a, d in zip(agree.tolist(), done) if not d)) + 1
+        keep = int(agree.max()) + 1
         cache.keep(keep, j[:keep] <= agree[:, None])     # drop what no row accepted, hide each row's own rejected drafts
         ctx, ctx_pos = torch.cat([ctx, feats[:, :keep]], 1), torch.cat([ctx_pos, bpos[:, :keep]], 1)
-        for b in range(B):                                                 # every row commits its own agreement + 1
-            if done[b]: continue
-            a = int(agree[b]); new = draft[b, :a].tolist() + [int(g[b, a])]
+        for i, b in enumerate(live):                                       # every row commits its own agreement + 1
+            a = int(agree[i]); new = draft[i, :a].tolist() + [int(g[i, a])]
             toks[b] += new; acc.append(a + 1); rows[b].append(a + 1)
             done[b] = eos_token_id in new or len(toks[b]) >= max_new_tokens
         anchor, nxt = g.gather(1, agree[:, None])[:, 0], nxt + agree + 1
