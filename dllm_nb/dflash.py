@@ -941,23 +941,37 @@ def load_drafter(path, target: Optional[nn.Module] = None, device=None):
 
 # %% ../nbs/15_dflash.ipynb
 @torch.no_grad()
+def _shared_prefix(rows: Sequence[Sequence[int]]) -> int:
+    "How many leading tokens every row of `rows` shares."
+    first, n = rows[0], min(map(len, rows))
+    for r in rows[1:]:
+        while n and r[:n] != first[:n]: n -= 1
+    return n
+
 def head_examples(target: nn.Module, prompt_ids: Sequence[Sequence[int]], responses: Sequence[Sequence[int]],
-                  batch_size: int = 32, progress: bool = True) -> dict:
+                  batch_size: int = 32, progress: bool = True, shared_prefix: bool = True) -> dict:
     """A head's training examples from rows `prompt + response` (a distilled file's answers): at every position t from
     the prompt's last token on whose t + 2 is still in the row, the target's last hidden state `h` at t (after its final
     norm, float16), the token at t + 1 (`tokens`) and the one at t + 2 (`next`). One target pass per row, without its
-    LM head, in length-sorted batches."""
+    LM head, in length-sorted batches; the prompts' shared prefix (a chat template's system turn) runs once, its K/V
+    served to every batch (`shared_prefix`)."""
     from tqdm.auto import tqdm
     rows = [(list(p), list(r)) for p, r in zip(prompt_ids, responses) if len(p) and len(r) >= 2]
     order, dev = sorted(range(len(rows)), key=lambda i: len(rows[i][0]) + len(rows[i][1])), next(target.parameters()).device
     body = target.get_decoder() if hasattr(target, 'get_decoder') else target
+    n0 = min(_shared_prefix([p for p, _ in rows]), min(len(p) for p, _ in rows) - 1) if shared_prefix and rows else 0
+    if n0:                                                                 # states from t = P - 1 >= n0 on: the prefix's are never read
+        pre = KVBuffer(target.config.get_text_config().num_hidden_layers, 1, dev)
+        body(input_ids=torch.tensor([rows[0][0][:n0]], device=dev), cache=pre, use_cache=True); pre.keep(n0)
     H, A, Y = [], [], []
     for s in tqdm(range(0, len(order), batch_size), desc='target states', unit='batch', disable=not progress):
         seqs = [rows[i][0] + rows[i][1] for i in order[s:s + batch_size]]
-        ids, am = _right_pad(seqs, dev)
-        h = body(input_ids=ids, attention_mask=am, use_cache=False).last_hidden_state
+        ids, am = _right_pad([q[n0:] for q in seqs], dev)
+        kw = dict(cache=pre.expand(len(seqs)), use_cache=True, position_ids=n0 + torch.arange(ids.shape[1], device=dev)[None].expand(len(seqs), -1),
+                  attention_mask=torch.cat([am.new_ones(len(seqs), n0), am], 1)) if n0 else dict(attention_mask=am, use_cache=False)
+        h = body(input_ids=ids, **kw).last_hidden_state                   # h[:, j]: position n0 + j
         for b, i in enumerate(order[s:s + batch_size]):
-            P, L = len(rows[i][0]), len(seqs[b])
+            P, L = len(rows[i][0]) - n0, len(seqs[b]) - n0
             H.append(h[b, P - 1:L - 2].half().cpu()); A.append(ids[b, P:L - 1].cpu()); Y.append(ids[b, P + 1:L].cpu())
     return dict(h=torch.cat(H), tokens=torch.cat(A), next=torch.cat(Y))
 

@@ -225,6 +225,17 @@ class KVBuffer(Cache):
             if layer.buf is not None: layer.buf = tuple(F.pad(t[rows, :, :layer.n], (0, 0, 0, 32)) for t in layer.buf)
         self.valid = self.valid[rows]
 
+    def expand(self, batch_size: int) -> 'KVBuffer':
+        "A new cache whose `batch_size` rows each hold this one-row cache's kept columns (e.g. a prompt prefix shared by a batch)."
+        if len(self.valid) != 1: raise ValueError(f"expand: a one-row cache expands, this one has {len(self.valid)} rows")
+        out = KVBuffer(len(self.layers), batch_size, self.valid.device)
+        for src, dst in zip(self.layers, out.layers):
+            if src.buf is None: continue
+            dst.buf = tuple(F.pad(t[:, :, :src.n], (0, 0, 0, 32)).expand(batch_size, -1, -1, -1).contiguous() for t in src.buf)
+            dst.n, dst.device, dst.is_initialized = src.n, src.device, True
+        out.valid = self.valid.expand(batch_size, -1).clone()
+        return out
+
     @property
     def kv(self) -> tuple: return tuple((l.buf[0][:, :, :l.n], l.buf[1][:, :, :l.n]) for l in self.layers)
 
