@@ -1075,7 +1075,7 @@ def speculative_cli(args, prompts: list[str]) -> int:
     print(f"speculative decoding on {device}: " + ' '.join(f"--{k.replace('_', '-')} {v}" for k, v in kw.items())
           + (f' --min-share {min_share}' if corpus else '') + (' (skinny linears)' if cpu else ''), file=sys.stderr)
     batch_size = args.batch_size or (1 if cpu else 16)
-    if cpu and batch_size > 1 and len(prompts) > 1:
+    if cpu and batch_size > 1 and len(prompts) > 1 and not head:
         print(f"note: --batch-size {batch_size}: on a CPU speculative decoding at batch > 1 measured slower than the target's "
               "own batched greedy decoding (SmolLM2, batch 4: 0.85x; 15_dflash); batch 1 (the CPU default) is where it pays", file=sys.stderr)
     drafter = load_drafter(args.checkpoint, device=device)
@@ -1190,7 +1190,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     h.add_argument('--target', required=True, help='the causal target: HF folder, hub id or .gguf')
     h.add_argument('--data', required=True, help="chat JSONL written by `distill` (the target's own greedy answers)")
     h.add_argument('--out', required=True, help='folder for the head (and the tokenizer)')
-    h.add_argument('--epochs', type=int, default=4)
+    h.add_argument('--epochs', type=int, default=3, help='passes over the examples (SmolLM2: held-out top-1 0.768 after 3, 0.772 after 4)')
     h.add_argument('--hidden', type=int, default=1024, help='MLP width')
     h.add_argument('--vocab', type=int, default=8192, help='draft vocabulary: the most frequent answer tokens (0: all)')
     h.add_argument('--batch-size', type=int, default=256)

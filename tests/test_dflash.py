@@ -229,8 +229,9 @@ def test_head_cli_trains_reuses_states_and_decodes_losslessly(tmp_path):
     assert 'need 0 < N' in run_fail([*args[:-4], '--val-rows', '24'])
     prompts = ['What is 123 + 456?', 'Reverse the words: cat dog sun']
     g = run(['-m', 'dllm_nb.generate', '--checkpoint', str(tmp_path / 'head'), '--speculative', '--device', 'cpu',
-             '--max-new-tokens', '12', *sum((['--prompt', p] for p in prompts), [])])
+             '--max-new-tokens', '12', '--batch-size', '2', *sum((['--prompt', p] for p in prompts), [])])
     assert 'speculative decoding on cpu: --min-confidence 0.0 --lookup 3 --max-draft 1' in g.stderr, g.stderr[-2000:]
+    assert 'note: --batch-size' not in g.stderr                      # a head measured 1.0x at batch 4: no warning
     head = load_drafter(tmp_path / 'head')
     assert isinstance(head, NextTokenHead)
     ref = target_greedy(head.target, encode_prompts(prompts, tok), 12, tok.eos_token_id)
