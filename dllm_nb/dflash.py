@@ -736,7 +736,7 @@ def speculative_generate(drafter: DFlashDrafter, prompt_ids: Sequence[Sequence[i
     every verified row costs (a CPU: see the cost profile below). `corpus`: a row with nothing to copy from its own
     context copies from this `NgramIndex` (the distilled answers) instead, where it has a confident continuation.
     `use_drafter=False`: copies only (a row with none verifies no drafts). Rows leave the batch as they finish
-    (`KVBuffer.select_rows`), so the last ones do not pay for the finished (SmolLM2 at batch 4: 0.89x -> 1.02x). `draft_fn`
+    (`KVBuffer`'s `select_rows`), so the last ones do not pay for the finished (SmolLM2 at batch 4: 0.89x -> 1.02x). `draft_fn`
     (default `draft_block`) may be swapped for tests, e.g. an oracle that knows the answer; it may return fewer than
     `block_size - 1` drafts."""
     if lookup == 1 or lookup < 0: raise ValueError(f"lookup={lookup}: copy after a recurring suffix of 2..n tokens (n >= 2), or 0 = off")
@@ -1031,7 +1031,8 @@ def head_cli(args) -> int:
         if feats is not None:
             feats.parent.mkdir(parents=True, exist_ok=True); torch.save(dict(key=key, train=ex, val=val), feats)
     torch.manual_seed(args.seed)
-    head = NextTokenHead.for_target(target, args.hidden, args.vocab, target_path=str(args.target))
+    target_id = str(Path(args.target).resolve()) if Path(args.target).exists() else str(args.target)   # loadable from any folder
+    head = NextTokenHead.for_target(target, args.hidden, args.vocab, target_path=target_id)
     if head.config.draft_vocab_size:
         with torch.no_grad(): head.vocab_ids.copy_(draft_vocab(R[:n], head.config.draft_vocab_size, head.config.vocab_size, [tok.eos_token_id]))
         cover = float((head.to_head_ids(val['next']) >= 0).float().mean())

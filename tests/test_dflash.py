@@ -216,7 +216,8 @@ def test_head_cli_trains_reuses_states_and_decodes_losslessly(tmp_path):
     data = tmp_path / 'distilled.jsonl'
     run(['-m', 'dllm_nb.dflash', 'distill', '--target', str(tmp_path / 'target'), '--prompts', 'shipped:train', '--limit', '24',
          '--max-new-tokens', '12', '--out', str(data)])
-    args = ['-m', 'dllm_nb.dflash', 'head', '--target', str(tmp_path / 'target'), '--data', str(data), '--out', str(tmp_path / 'head'),
+    rel = os.path.relpath(tmp_path / 'target', ROOT)                  # a relative --target is recorded resolved
+    args = ['-m', 'dllm_nb.dflash', 'head', '--target', rel, '--data', str(data), '--out', str(tmp_path / 'head'),
             '--epochs', '2', '--hidden', '32', '--vocab', '64', '--val-rows', '4', '--features', str(tmp_path / 'states.pt')]
     r = run(args)
     assert 'target states' in r.stderr and 'NextTokenHead' in r.stdout and 'from 20 rows' in r.stdout, r.stdout[-2000:]
@@ -224,6 +225,7 @@ def test_head_cli_trains_reuses_states_and_decodes_losslessly(tmp_path):
     assert log['rows'] == 20 and [e['epoch'] for e in log['log']] == [1, 2] and 0 <= log['log'][-1]['val_top1'] <= 1
     conf = json.loads((tmp_path / 'head' / 'dflash_config.json').read_text())
     assert conf['model_class'] == 'NextTokenHead' and conf['draft_vocab_size'] == 64
+    assert conf['target'] == str((tmp_path / 'target').resolve()), conf['target']
     r2 = run(args)                                                    # the states are read back, not recomputed
     assert 'target states from' in r2.stderr and 'target states:' not in r2.stderr, r2.stderr[-2000:]
     assert 'need 0 < N' in run_fail([*args[:-4], '--val-rows', '24'])
