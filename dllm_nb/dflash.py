@@ -940,7 +940,6 @@ def load_drafter(path, target: Optional[nn.Module] = None, device=None):
     return drafter_class(path).from_pretrained(path, target=target, device=device)
 
 # %% ../nbs/15_dflash.ipynb
-@torch.no_grad()
 def _shared_prefix(rows: Sequence[Sequence[int]]) -> int:
     "How many leading tokens every row of `rows` shares."
     first, n = rows[0], min(map(len, rows))
@@ -948,6 +947,7 @@ def _shared_prefix(rows: Sequence[Sequence[int]]) -> int:
         while n and r[:n] != first[:n]: n -= 1
     return n
 
+@torch.no_grad()
 def head_examples(target: nn.Module, prompt_ids: Sequence[Sequence[int]], responses: Sequence[Sequence[int]],
                   batch_size: int = 32, progress: bool = True, shared_prefix: bool = True) -> dict:
     """A head's training examples from rows `prompt + response` (a distilled file's answers): at every position t from
