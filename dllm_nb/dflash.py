@@ -334,6 +334,10 @@ def _target_info(tc) -> dict:
     "What a drafter records about its target (checked when one is attached)."
     return {k: getattr(tc, k, None) for k in ('model_type', 'hidden_size', 'num_hidden_layers', 'vocab_size')}
 
+def _target_id(path) -> str:
+    "How a drafter records its target: an existing path resolved (loadable from any folder), else as given (a hub id)."
+    return str(Path(path).resolve()) if Path(path).exists() else str(path)
+
 def load_target(path: str, dtype: str = 'float32', device=None) -> nn.Module:
     "The frozen causal target from any checkpoint `model.path` accepts (HF folder, hub id, `.gguf`)."
     from dllm_nb.models import build_backbone
@@ -550,7 +554,7 @@ def build_dflash_model(cfg, tokenizer) -> tuple[DFlashDrafter, None]:
     if len(tokenizer) > rows:
         raise ValueError(f"the tokenizer has {len(tokenizer)} tokens but the target {x.target!r} embeds {rows}: "
                          f"train with the target's tokenizer (model.tokenizer={x.target}).")
-    target_id = str(Path(x.target).resolve()) if Path(x.target).exists() else x.target
+    target_id = _target_id(x.target)
     c = DrafterConfig(hidden_size=tc.hidden_size, layer_ids=tuple(x.layer_ids or default_layer_ids(tc.num_hidden_layers)),
                       num_layers=x.num_layers, num_heads=x.num_heads or tc.num_attention_heads,
                       intermediate_size=x.intermediate_size or tc.intermediate_size, block_size=x.block_size,
@@ -1031,8 +1035,7 @@ def head_cli(args) -> int:
         if feats is not None:
             feats.parent.mkdir(parents=True, exist_ok=True); torch.save(dict(key=key, train=ex, val=val), feats)
     torch.manual_seed(args.seed)
-    target_id = str(Path(args.target).resolve()) if Path(args.target).exists() else str(args.target)   # loadable from any folder
-    head = NextTokenHead.for_target(target, args.hidden, args.vocab, target_path=target_id)
+    head = NextTokenHead.for_target(target, args.hidden, args.vocab, target_path=_target_id(args.target))
     if head.config.draft_vocab_size:
         with torch.no_grad(): head.vocab_ids.copy_(draft_vocab(R[:n], head.config.draft_vocab_size, head.config.vocab_size, [tok.eos_token_id]))
         cover = float((head.to_head_ids(val['next']) >= 0).float().mean())
