@@ -22,7 +22,7 @@ prompts (`--prompts`, cached in `--refs` as bench/dflash_ablation.py writes them
 The target's states of the sampled rows are computed once (one pass per row, batched) and kept in `--features`.
 Prints one row per variant: top-1 per seed, the mean, the difference to `head`, and the variant's parameters.
 """
-import argparse, json, random, sys, time
+import argparse, random, sys, time
 from pathlib import Path
 
 import torch
