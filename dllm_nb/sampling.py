@@ -228,12 +228,11 @@ class KVBuffer(Cache):
     def expand(self, batch_size: int) -> 'KVBuffer':
         "A new cache whose `batch_size` rows each hold this one-row cache's kept columns (e.g. a prompt prefix shared by a batch)."
         if len(self.valid) != 1: raise ValueError(f"expand: a one-row cache expands, this one has {len(self.valid)} rows")
-        out = KVBuffer(len(self.layers), batch_size, self.valid.device)
-        for src, dst in zip(self.layers, out.layers):
-            if src.buf is None: continue
-            dst.buf = tuple(F.pad(t[:, :, :src.n], (0, 0, 0, 32)).expand(batch_size, -1, -1, -1).contiguous() for t in src.buf)
-            dst.n, dst.device, dst.is_initialized = src.n, src.device, True
-        out.valid = self.valid.expand(batch_size, -1).clone()
+        out = KVBuffer(len(self.layers), 1, self.valid.device)
+        for src, dst in zip(self.layers, out.layers):                  # shares the buffers until select_rows copies them
+            if src.buf is not None: dst.buf, dst.n, dst.device, dst.is_initialized = src.buf, src.n, src.device, True
+        out.valid = self.valid
+        out.select_rows(torch.zeros(batch_size, dtype=torch.long, device=self.valid.device))   # row 0, batch_size times
         return out
 
     @property
