@@ -12,17 +12,18 @@ from datasets import Dataset, disable_progress_bars, load_dataset
 from fastcore.imports import IN_NOTEBOOK
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
+from .tasks import countdown_problem, countdown_reward, sudoku_problem, sudoku_reward
 
 logger = logging.getLogger(__name__)
 
 # %% auto 0
 __all__ = ['logger', 'PAD', 'EOS', 'MASK', 'END', 'ROLE_TOKENS', 'ROLES', 'SPECIAL_TOKENS', 'CHAT_TEMPLATE', 'WORDS', 'TASKS',
-           'TASK_SCOPES', 'MIXES', 'SPLITS', 'DEFAULT_SIZES', 'addition_response', 'task_examples', 'builtin_examples',
-           'task_answer', 'tokenizer_corpus', 'build_tokenizer', 'asset_dir', 'has_generation_tags',
-           'ensure_chat_tokens', 'load_tokenizer', 'validate_messages', 'pair_to_messages', 'as_messages',
-           'keep_last_run', 'rendered_assistant_mask', 'tokenize_example', 'highlight_supervised', 'plot_token_strip',
-           'DataError', 'read_json_rows', 'apply_overlong', 'load_sft_dataset', 'used_train_sizes', 'length_stats',
-           'main']
+           'VERIFIERS', 'TOKENIZER_TASKS', 'TASK_SCOPES', 'MIXES', 'SPLITS', 'DEFAULT_SIZES', 'addition_response',
+           'task_examples', 'builtin_examples', 'task_answer', 'task_reward', 'tokenizer_corpus', 'build_tokenizer',
+           'asset_dir', 'has_generation_tags', 'ensure_chat_tokens', 'load_tokenizer', 'validate_messages',
+           'pair_to_messages', 'as_messages', 'keep_last_run', 'rendered_assistant_mask', 'tokenize_example',
+           'highlight_supervised', 'plot_token_strip', 'DataError', 'read_json_rows', 'apply_overlong',
+           'load_sft_dataset', 'used_train_sizes', 'length_stats', 'main']
 
 # %% ../nbs/01_data.ipynb
 PAD, EOS, MASK, END = '<|pad|>', '<|endoftext|>', '<|mask|>', '<|end|>'
@@ -67,11 +68,15 @@ def _reverse(rng: random.Random, min_words: int = 3, max_words: int = 5) -> tupl
     steps = ' '.join(f"{len(ws) - i}:{w}" for i, w in enumerate(rev))
     return f"Reverse the words: {' '.join(ws)}", f"{steps}. Answer: {' '.join(rev)}", ' '.join(rev)
 
-TASKS = {'addition': _addition, 'reverse': _reverse}
+TASKS = {'addition': _addition, 'reverse': _reverse, 'countdown': countdown_problem, 'sudoku': sudoku_problem}
+VERIFIERS = {'countdown': countdown_reward, 'sudoku': sudoku_reward}  # tasks with many right answers: (prompt, completion) -> reward
+TOKENIZER_TASKS = ('addition', 'reverse')  # what the shipped tokenizer was trained on (its files stay byte-identical)
 
 TASK_SCOPES = {  # what a model trained on each task has seen (a model card says it: other prompts give garbage)
     'addition': 'sums of two 3-digit numbers, answered with worked carries',
-    'reverse': f"3 to 5 words from its {len(WORDS)}-word list ({' '.join(WORDS)}), written in reverse order"}
+    'reverse': f"3 to 5 words from its {len(WORDS)}-word list ({' '.join(WORDS)}), written in reverse order",
+    'countdown': 'three numbers from 1 to 20 and a target up to 100, answered with one expression using each number once',
+    'sudoku': '4x4 sudoku with 4 to 10 blanks, answered with the 16 digits of the solved grid'}
 
 MIXES = {'default': ('addition', 'reverse')}
 
@@ -121,7 +126,13 @@ def task_answer(task: str, text: str) -> str | None:
     m = _ANSWER_RE.search(text)
     if m is None: return None
     words = m.group(1).strip().rstrip('.').split()
-    return ''.join(words) if task == 'addition' else ' '.join(words)
+    return ' '.join(words) if task == 'reverse' else ''.join(words)
+
+def task_reward(task: str, prompt: str, completion: str, answer: str | None = None) -> float:
+    "1.0 when `completion` solves `prompt`: the task's verifier (countdown, sudoku), else its answer equals `answer`."
+    if task in VERIFIERS: return VERIFIERS[task](prompt, completion)
+    got = task_answer(task, completion)
+    return float(got is not None and got == task_answer(task, f"Answer: {answer}"))
 
 # %% ../nbs/01_data.ipynb
 _ENGLISH = """\
@@ -145,7 +156,7 @@ The first day of the week was cold and windy, but by the end of the week the wea
 def tokenizer_corpus(seed: int = 0) -> list[str]:
     "The texts the shipped tokenizer is trained on: the English text and every train message of every task."
     texts = [line for line in _ENGLISH.splitlines() if line.strip()]
-    for task in TASKS:
+    for task in TOKENIZER_TASKS:
         texts += [m['content'] for ex in task_examples(task, 'train', seed) for m in ex['messages']]
     return texts
 

@@ -13,7 +13,8 @@ from .collate import check_single_turn, first_supervised
 from .config import mode_block_size
 from .core import row_generators
 from .corruption import corrupt_uniform, corrupt_uniform_random, sample_t
-from .data import TASKS, task_answer, task_examples, tokenize_example
+from .data import TASKS, task_answer, task_examples, task_reward, tokenize_example
+from .tasks import TASK_FILES, TaskFileError, read_task_file
 from .generate import progress_bar, encode_prompts, generate, right_pad
 from .loss import token_ce
 from .models import BlockDiffusionLM, MaskedDiffusionLM
@@ -21,13 +22,12 @@ from .window import build_response_window
 
 # %% auto 0
 __all__ = ['score_completion', 'sampler_settings', 'exact_match', 'generate_autoregressive', 'row_ce', 'mc_mean_se',
-           'mdlm_nll_bound', 'block_diffusion_losses', 'task_likelihood', 'saved_canvas', 'main']
+           'mdlm_nll_bound', 'block_diffusion_losses', 'task_likelihood', 'saved_canvas', 'write_samples', 'main']
 
 # %% ../nbs/13_eval.ipynb
-def score_completion(task: str, completion: str, answer: str) -> bool:
-    "True when the answer stated in `completion` equals the reference `answer` (both normalised by `task_answer`)."
-    got = task_answer(task, completion)
-    return got is not None and got == task_answer(task, f"Answer: {answer}")
+def score_completion(task: str, completion: str, answer: str, prompt: Optional[str] = None) -> bool:
+    "True when `completion` is right: the task's verifier on `prompt` (countdown, sudoku), else its stated answer equals `answer`."
+    return task_reward(task, prompt, completion, answer) == 1.0
 
 # %% ../nbs/13_eval.ipynb
 def sampler_settings(cfg) -> dict:
@@ -36,19 +36,19 @@ def sampler_settings(cfg) -> dict:
 
 def exact_match(model: nn.Module, tokenizer, task: str, split: str = 'test', n: Optional[int] = None, seed: int = 0,
                 batch_size: int = 32, max_new_tokens: int = 40, sampler: Optional[Callable] = None,
-                progress: bool = False, **gen_kw) -> dict:
-    "Accuracy of `model` on a built-in `task` split: `dict(accuracy, correct, n, samples)`."
-    examples = task_examples(task, split, seed)[:n]
-    sampler = sampler or generate
-    samples = []
+                progress: bool = False, rows: Optional[list[dict]] = None, **gen_kw) -> dict:
+    "Accuracy of `model` on a built-in `task` split (or on `rows` of `dict(prompt, answer)`): `dict(accuracy, correct, n, samples)`."
+    if rows is None: rows = [dict(prompt=ex['messages'][0]['content'], answer=ex['answer']) for ex in task_examples(task, split, seed)]
+    examples, sampler, samples = rows[:n], sampler or generate, []
     for s in progress_bar(range(0, len(examples), batch_size), progress, task):
         batch = examples[s:s + batch_size]
-        prompt_ids = encode_prompts([ex['messages'][0]['content'] for ex in batch], tokenizer)
+        prompt_ids = encode_prompts([ex['prompt'] for ex in batch], tokenizer)
         out = sampler(model, prompt_ids, tokenizer, max_new_tokens, seeds=seed + s, **gen_kw)
         for ex, ids in zip(batch, out.sequences):
             text = tokenizer.decode(ids, skip_special_tokens=True)
-            samples.append(dict(prompt=ex['messages'][0]['content'], completion=text, prediction=task_answer(task, text),
-                                answer=ex['answer'], correct=score_completion(task, text, ex['answer'])))
+            reward = task_reward(task, ex['prompt'], text, ex['answer'])
+            samples.append(dict(prompt=ex['prompt'], completion=text, prediction=task_answer(task, text),
+                                answer=ex['answer'], correct=reward == 1.0, reward=reward))
     correct = sum(s['correct'] for s in samples)
     return dict(accuracy=correct / max(len(samples), 1), correct=correct, n=len(samples), samples=samples)
 
@@ -173,6 +173,15 @@ def saved_canvas(path) -> int:
     return DLLMConfig().max_new_tokens
 
 # %% ../nbs/13_eval.ipynb
+def write_samples(path, samples: list[dict]) -> None:
+    "One JSON row per scored example, in input order (`prompt`, `completion`, `correct`, `reward`, ...), written whole."
+    import json
+    from pathlib import Path
+    path = Path(path); tmp = path.with_name(path.name + '.tmp')
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp.write_text(''.join(json.dumps(s) + '\n' for s in samples)); os.replace(tmp, path)
+
+# %% ../nbs/13_eval.ipynb
 def main(argv: Optional[list[str]] = None) -> int:
     "CLI: `python -m dllm_nb.eval --checkpoint DIR --task NAME`: exact match and likelihood on a built-in task."
     from dllm_nb.generate import at_least, cli_device, load_checkpoint, load_error, saved_block_size, steps_problem
@@ -189,8 +198,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument('--nll-samples', type=at_least(0), default=8, help='stratified t samples per example (0 = skip)')
     ap.add_argument('--batch-size', type=at_least(1), default=32); ap.add_argument('--seed', type=int, default=0)
     ap.add_argument('--device', default=None)
+    ap.add_argument('--data', default=None, help=f"score a public task file instead of a built-in split ({', '.join(sorted(TASK_FILES))})")
+    ap.add_argument('--out', default=None, help='write one JSON row per scored example (prompt, completion, correct, reward)')
     args = ap.parse_args(argv)
     hf_logging.disable_progress_bar()
+    try: rows = None if args.data is None else read_task_file(args.task, args.data)   # checked before the model loads
+    except TaskFileError as e: print(f'error: {e}', file=sys.stderr); return 2
     try: model, tok = load_checkpoint(args.checkpoint, cli_device(args.device))
     except Exception as e:                                             # one line (truncated weights too), as generate
         if os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0'): raise
@@ -199,7 +212,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     bs = args.block_size or saved_block_size(args.checkpoint)
     em = exact_match(model, tok, args.task, args.split, args.n, args.seed, args.batch_size,
                      args.max_new_tokens or saved_canvas(args.checkpoint),
-                     steps=args.steps, steps_per_block=args.steps_per_block, block_size=bs, progress=not IN_NOTEBOOK)
+                     steps=args.steps, steps_per_block=args.steps_per_block, block_size=bs, progress=not IN_NOTEBOOK, rows=rows)
+    if args.out: write_samples(args.out, em['samples'])
+    if rows is not None:                                                 # a file: no reference responses to score likelihoods on
+        print(f"{args.task}: accuracy {em['accuracy']:.3f} ({em['correct']}/{em['n']})"); return 0
     print(f"{args.task}/{args.split}: exact match {em['accuracy']:.3f} ({em['correct']}/{em['n']})")
     if args.nll_samples:
         lik = task_likelihood(model, tok, args.task, args.split, args.n, args.seed, bs or 4, args.nll_samples, args.batch_size)
