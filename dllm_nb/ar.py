@@ -9,18 +9,18 @@ import torch
 from torch import nn
 from .models import CausalLM, MaskedDiffusionLM
 from .registry import Mode, register_mode
-from .sampling import GenerationOutput, Prompts, cut_at_eos, encode_prompts, model_device, right_pad, token_id
+from .sampling import GenerationOutput, Prompts, cut_at_eos, encode_prompts, model_device, right_pad, row_seeds, token_id
 from .strategies import ARStrategy
 
 # %% auto 0
-__all__ = ['AR', 'generate_autoregressive_cached', 'sample_ar']
+__all__ = ['AR', 'generate_autoregressive_cached', 'sample_ar', 'ar_completion_logprobs']
 
 # %% ../nbs/08f_ar.ipynb
 @torch.no_grad()
 def generate_autoregressive_cached(model: nn.Module, prompts: Prompts, max_new_tokens: int = 32, tokenizer=None,
                                    eos_token_id: Optional[int] = None, pad_token_id: Optional[int] = None,
-                                   chat: bool = True, seeds=None, **_) -> GenerationOutput:
-    "Greedy decoding of `model`'s causal backbone with HF `generate` + KV cache; `seeds` ignored (greedy)."
+                                   chat: bool = True, seeds=None, temperature: float = 0.0, **_) -> GenerationOutput:
+    "Decoding of `model`'s causal backbone with HF `generate` + KV cache: greedy, or sampled at `temperature` from `seeds`."
     backbone = getattr(model, 'backbone', model)
     if isinstance(model, MaskedDiffusionLM) or not getattr(backbone.config, 'is_causal', True):
         raise ValueError(f"{type(model).__name__} has a bidirectional backbone: it cannot decode autoregressively "
@@ -30,18 +30,31 @@ def generate_autoregressive_cached(model: nn.Module, prompts: Prompts, max_new_t
     prompt_ids, device = encode_prompts(prompts, tokenizer, chat), model_device(backbone)
     ids, L = right_pad([p[::-1] for p in prompt_ids], pad, device=device)            # reversed rows -> left padding
     ids, am = ids.flip(1), (torch.arange(ids.shape[1], device=device)[None] < L[:, None]).long().flip(1)
+    if temperature: torch.manual_seed(row_seeds(seeds, len(prompt_ids))[0])        # HF samples from the global generator
     out = backbone.generate(input_ids=ids, attention_mask=am, max_new_tokens=max_new_tokens, min_new_tokens=0,
-                            do_sample=False, eos_token_id=eos, pad_token_id=pad, use_cache=True,
-                            temperature=None, top_p=None, top_k=None)
+                            do_sample=bool(temperature), eos_token_id=eos, pad_token_id=pad, use_cache=True,
+                            temperature=temperature or None, top_p=1.0 if temperature else None, top_k=0 if temperature else None)
     canvas = out[:, ids.shape[1]:]
     return GenerationOutput([cut_at_eos(r, eos) for r in canvas], canvas, canvas.shape[1])
 
 # %% ../nbs/08f_ar.ipynb
 def sample_ar(model, prompts, tokenizer=None, max_new_tokens: int = 32, block_size=None, **kw):
-    "Greedy decoding with HF `generate` and its KV cache (`steps` and `block_size` do not apply)."
-    if kw.get('temperature'): raise ValueError(f"temperature={kw['temperature']}: the ar sampler is greedy; use 0.")
+    "Decoding with HF `generate` and its KV cache: greedy, or sampled at `temperature` > 0 (`steps`, `block_size` do not apply)."
     return generate_autoregressive_cached(model, prompts, max_new_tokens, tokenizer, **kw)
+
+def ar_completion_logprobs(model: nn.Module, prompt_ids, completion_ids, estimator=None, seeds=None, tokenizer=None, **_):
+    "Exact per-token log-probs `[B, L]` of `completion_ids` after `prompt_ids` (every estimator: a causal LM needs none)."
+    backbone, B = getattr(model, 'backbone', model), len(prompt_ids)
+    L, device = max(map(len, completion_ids)), model_device(backbone)
+    x, n = right_pad([list(p) + list(c) for p, c in zip(prompt_ids, completion_ids)], 0, device=device)
+    P = torch.tensor([len(p) for p in prompt_ids], device=device)
+    am = (torch.arange(x.shape[1], device=device)[None] < n[:, None]).long()
+    logits = backbone(input_ids=x, attention_mask=am, use_cache=False).logits
+    idx = (P[:, None] + torch.arange(L, device=device)).clamp(max=x.shape[1] - 1)            # [B, L] completion columns
+    lp = logits.gather(1, (idx - 1)[..., None].expand(-1, -1, logits.shape[-1])).log_softmax(-1)
+    return lp.gather(-1, x.gather(1, idx)[..., None])[..., 0] * ((P[:, None] + torch.arange(L, device=device)) < n[:, None])
 
 AR = register_mode(Mode('ar', None, ARStrategy, build=lambda cfg, tok, backbone, verbose=True: (CausalLM(backbone), None),
                         sample=sample_ar, model_classes=(CausalLM,), second_loss='causal_loss', card_title='A causal LM (the `ar` baseline)',
+                        completion_logprobs=ar_completion_logprobs,
                         card_note="it is an ordinary causal LM, and `generate` is how it samples"))

@@ -9,18 +9,20 @@ from typing import Optional
 import torch
 from torch import Tensor
 from .core import randint_rows, row_generators
+from .corruption import likelihood_views
 from .mdlm import masked_backbone
 from .models import BlockDiffusionLM
 from .registry import Mode, register_mode
 from .block_speculative import generate_block_speculative
 from .sampling import (CachedContext, GenerationOutput, Prompts, ReencodeContext, TrajectoryRecorder, block_generators,
-                              cut_at_eos, encode_prompts, model_device, predict_tokens, progress_bar, row_seeds,
+                              cut_at_eos, encode_prompts, model_device, predict_tokens, progress_bar, right_pad, row_seeds,
                               select_transfer, token_id)
 from .strategies import BlockDiffusionSettings, BlockDiffusionStrategy
+from .window import build_response_window
 
 # %% auto 0
 __all__ = ['BLOCK_DIFFUSION', 'keep_schedule', 'denoise_step', 'generate_block_diffusion', 'build_block_diffusion',
-           'sample_block_diffusion']
+           'block_diffusion_completion_logprobs', 'sample_block_diffusion']
 
 # %% ../nbs/08e_block_diffusion.ipynb
 def keep_schedule(block_size: int, steps: int) -> list[int]:
@@ -109,6 +111,27 @@ def build_block_diffusion(cfg, tokenizer, backbone, verbose: bool = True):
                             mask_token_id=mask_id), mask_id
 
 # %% ../nbs/08e_block_diffusion.ipynb
+def block_diffusion_completion_logprobs(model: BlockDiffusionLM, prompt_ids, completion_ids, estimator: str = 'mean_field',
+                                        seeds=None, tokenizer=None, block_size: Optional[int] = None, n_samples: int = 2,
+                                        **_) -> Tensor:
+    "Per-token log-prob estimates `[B, L]` of `completion_ids` after `prompt_ids`, each block against the clean blocks before it."
+    b, eos = block_size or model.block_size or 4, token_id(None, tokenizer, 'eos_token_id')
+    B, L, device = len(prompt_ids), max(map(len, completion_ids)), model_device(model)
+    fill = [-(-max(len(c), 1) // b) * b for c in completion_ids]                     # whole blocks, as the sampler writes them
+    x, n = right_pad([list(p) + list(c) + [eos] * (f - len(c)) for p, c, f in zip(prompt_ids, completion_ids, fill)], eos, device=device)
+    j, P = torch.arange(x.shape[1], device=device)[None], torch.tensor([len(p) for p in prompt_ids], device=device)
+    sup, am = ((j >= P[:, None]) & (j < n[:, None])).long(), (j < n[:, None]).long()
+    w = build_response_window(x, x, torch.zeros_like(sup), sup, torch.ones(x.shape, device=device), am, b,
+                              torch.as_tensor(row_seeds(seeds, B)), pad_id=eos, scored_blocks='all')
+    state, gens = model.encode(x, w.encoder_mask, return_logits=model.shift_logits), row_generators(row_seeds(seeds, B), 'likelihood')
+    V, out = model.backbone.get_input_embeddings().num_embeddings, torch.zeros(w.target_ids.shape, device=device)
+    for noised, wt in likelihood_views(w.supervised, estimator, gens, n_samples):
+        noise = randint_rows(V, noised.shape, gens, device) if model.mask_token_id is None else model.mask_token_id
+        logits = model.canvas_logits(state, torch.where(noised, noise, w.target_ids), w.decoder_mask, w.decoder_position_ids)
+        out = out + wt[:, None] * noised * logits.log_softmax(-1).gather(-1, w.target_ids[..., None])[..., 0]
+    return out[:, :L] * (torch.arange(L, device=device)[None] < torch.tensor([len(c) for c in completion_ids], device=device)[:, None])
+
+# %% ../nbs/08e_block_diffusion.ipynb
 def sample_block_diffusion(model, prompts, tokenizer=None, max_new_tokens: int = 32, block_size=None,
                            steps_per_block=None, verified: bool = False, **kw):
     "`generate_block_diffusion` with the registry's defaults: blocks of `block_size` (4), `steps_per_block` (one per token); `verified`: `generate_block_speculative`."
@@ -131,4 +154,5 @@ BLOCK_DIFFUSION = register_mode(Mode(
     model_classes=(BlockDiffusionLM,), collate=_collate, sampler_options=('steps_per_block', 'threshold', 'verified'),
     final_record=lambda cfg: dict(self_conditioning=cfg.block_diffusion.self_conditioning),
     second_loss='encoder_loss',                  # the encoder's next-token loss (block_diffusion.encoder_loss_weight)
+    completion_logprobs=block_diffusion_completion_logprobs,
     card_note="its causal encoder was trained with a next-token loss, so plain `generate` also works left to right"))

@@ -20,10 +20,10 @@ from .registry import MODES, config_fields, section_values
 logger = logging.getLogger(__name__)
 
 # %% auto 0
-__all__ = ['logger', 'MOVED_KEYS', 'SPLIT_KEYS', 'LoRAConfig', 'ModelConfig', 'DataConfig', 'DLLMConfig', 'TrainConfig', 'Config',
-           'mode_block_size', 'parse_value', 'config_keys', 'config_help', 'moved_key', 'renamed_key', 'split_key',
-           'validate_config', 'preset_dirs', 'preset_names', 'load_config', 'config_to_dict', 'save_config',
-           'migrate_config', 'saved_config']
+__all__ = ['logger', 'MOVED_KEYS', 'SPLIT_KEYS', 'LoRAConfig', 'ModelConfig', 'DataConfig', 'DLLMConfig', 'TrainConfig',
+           'RLConfig', 'Config', 'mode_block_size', 'parse_value', 'config_keys', 'config_help', 'moved_key',
+           'renamed_key', 'split_key', 'validate_config', 'preset_dirs', 'preset_names', 'load_config',
+           'config_to_dict', 'save_config', 'migrate_config', 'saved_config']
 
 # %% ../nbs/09a_config.ipynb
 @dataclass
@@ -107,11 +107,33 @@ class TrainConfig:
 
 # %% ../nbs/09a_config.ipynb
 @dataclass
+class RLConfig:
+    init: Optional[str] = None              # the policy RL starts from: a dllm_nb final/ (or ckpt-NNNNNNN/) folder (`python -m dllm_nb.rl`)
+    task: str = 'countdown'                 # built-in task: prompts from its train split, rewards from its verifier, accuracy on its test split
+    reward: str = 'task'                    # 'task' (the task's verifier) or 'package.module:function' taking (prompt, completion) -> float
+    group_size: int = 8                     # G: completions sampled per prompt; advantages are normalised within each group
+    prompts_per_step: int = 8               # prompts per rollout batch, over all ranks (each rank takes whole groups)
+    inner_steps: int = 1                    # mu: optimizer updates per rollout batch, each with its own likelihood-mask seed
+    clip_eps: float = 0.2                   # ratio clip, low side: 1 - clip_eps
+    clip_eps_high: Optional[float] = None   # ratio clip, high side: 1 + clip_eps_high (DAPO: 0.28); null = clip_eps
+    beta: float = 0.0                       # weight of the KL to the reference (k3 estimator); 0 = no reference model is held
+    temperature: float = 1.0                # rollout sampling temperature (> 0)
+    estimator: Literal['mean_field', 'coupled', 'mc_elbo'] = 'mean_field'  # completion log-prob estimate (04_corruption; exact for ar)
+    mc_samples: int = 2                     # masks per mc_elbo estimate
+    prompt_mask_p: float = 0.0              # mdlm: each prompt token hidden w.p. p in every likelihood pass (d1: 0.15)
+    max_new_tokens: Optional[int] = None    # rollout canvas; null = the policy's own (its final/dllm_config.json)
+    steps: Optional[int] = None             # rollout denoising steps (mdlm: in all; block_diffusion: per block); null = one per token
+    loss_agg: Literal['token', 'sequence', 'constant'] = 'token'  # token: mean over the batch's tokens (DAPO); sequence: per-completion mean (GRPO); constant: sum / (completions * max_new_tokens) (Dr. GRPO)
+    scale_rewards: bool = True              # divide advantages by the group's reward std (Dr. GRPO: false)
+    eval_n: int = 100                       # held-out test prompts scored (greedy) every train.eval_every steps and at the end (0 = never)
+
+@dataclass
 class Config:
     model: ModelConfig = field(default_factory=ModelConfig)  # backbone
     data: DataConfig = field(default_factory=DataConfig)     # dataset and packaging
     dllm: DLLMConfig = field(default_factory=DLLMConfig)     # the mode and the settings several modes share
     train: TrainConfig = field(default_factory=TrainConfig)  # optimisation, evaluation, checkpoints
+    rl: RLConfig = field(default_factory=RLConfig)           # RL post-training of a trained policy (`python -m dllm_nb.rl`; SFT ignores it)
     output_dir: str = 'runs/default'        # checkpoints, logs and the saved config go here
     seed: int = 0                           # base seed: model init, data order, per-example noise
     sections: dict = field(default_factory=lambda: {n: S() for n, S in mode_sections().items()})  # one per registered mode with settings: `cfg.<mode>`
@@ -393,10 +415,23 @@ def _train_problems(t: TrainConfig, world_size: int) -> list[str]:
     return p
 
 # %% ../nbs/09a_config.ipynb
+def _rl_problems(r: RLConfig) -> list[str]:
+    p = [f"rl.{k}={getattr(r, k)} must be >= {lo}" for k, lo in
+         (('group_size', 2), ('prompts_per_step', 1), ('inner_steps', 1), ('mc_samples', 1), ('eval_n', 0)) if getattr(r, k) < lo]
+    p += [f"rl.{k}={getattr(r, k)} must be >= 1 (or null)" for k in ('max_new_tokens', 'steps') if getattr(r, k) is not None and getattr(r, k) < 1]
+    if not 0 < r.clip_eps < 1: p.append(f"rl.clip_eps={r.clip_eps} must be in (0, 1)")
+    if r.clip_eps_high is not None and r.clip_eps_high <= 0: p.append(f"rl.clip_eps_high={r.clip_eps_high} must be > 0 (or null)")
+    if r.beta < 0: p.append(f"rl.beta={r.beta} must be >= 0")
+    if r.temperature <= 0: p.append(f"rl.temperature={r.temperature} must be > 0: a group of identical greedy completions carries no signal")
+    if not 0 <= r.prompt_mask_p < 1: p.append(f"rl.prompt_mask_p={r.prompt_mask_p} must be in [0, 1)")
+    if r.reward != 'task' and r.reward.count(':') != 1: p.append(f"rl.reward={r.reward!r}: use 'task' or 'package.module:function'")
+    return p
+
+# %% ../nbs/09a_config.ipynb
 def validate_config(cfg: Config, world_size: int = 1) -> Config:
     "Check every cross-field rule for a run on `world_size` processes; raise one `ConfigError` listing all problems."
     problems = (_model_problems(cfg.model) + _data_problems(cfg.data, cfg) + _dllm_problems(cfg.dllm) + _mode_problems(cfg)
-                + _other_mode_problems(cfg) + _train_problems(cfg.train, world_size))
+                + _other_mode_problems(cfg) + _train_problems(cfg.train, world_size) + _rl_problems(cfg.rl))
     if cfg.seed < 0: problems.append(f"seed={cfg.seed} must be >= 0")
     if problems: raise ConfigError(problems)
     return cfg

@@ -53,7 +53,7 @@ def sample_seeds(step: int, global_batch_size: int, dp_rank: int, dp_size: int, 
                          for i in range(n)], dtype=torch.long)
 
 # %% ../nbs/00_core.ipynb
-STREAMS = dict(corruption=1, block_select=2, self_cond=3, sampling=4, validation=5)
+STREAMS = dict(corruption=1, block_select=2, self_cond=3, sampling=4, validation=5, rollout=6, likelihood=7)  # rollout, likelihood: RL (16_rl)
 
 def stream_seed(seed: int, stream: Union[str, int]) -> int:
     "Derive the seed of a named random stream (`STREAMS`) from an example's seed."

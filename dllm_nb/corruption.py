@@ -11,8 +11,8 @@ from torch import Tensor
 from .core import Generators, rand_rows, randint_rows, cdiv
 
 # %% auto 0
-__all__ = ['T_SAMPLING', 'sample_t', 'corrupt_uniform', 'corrupt_suffix', 'late_bias_logits', 'corrupt_blockwise',
-           'corrupt_uniform_random', 'corrupt_all_masked']
+__all__ = ['T_SAMPLING', 'ESTIMATORS', 'sample_t', 'corrupt_uniform', 'corrupt_suffix', 'late_bias_logits', 'corrupt_blockwise',
+           'corrupt_uniform_random', 'corrupt_all_masked', 'likelihood_views']
 
 # %% ../nbs/04_corruption.ipynb
 def _check(input_ids: Tensor, loss_mask: Tensor, eps: float = 0.0) -> Tensor:
@@ -149,3 +149,21 @@ def corrupt_all_masked(input_ids: Tensor, loss_mask: Tensor, mask_token_id: int,
     noise_mask = _check(input_ids, loss_mask).clone()
     noisy = torch.where(noise_mask, torch.as_tensor(mask_token_id, dtype=input_ids.dtype), input_ids)
     return noisy, noise_mask, torch.ones(input_ids.shape, device=input_ids.device)
+
+# %% ../nbs/04_corruption.ipynb
+ESTIMATORS = ('mean_field', 'coupled', 'mc_elbo')
+
+def likelihood_views(region: Tensor, estimator: str, generator: Generators = None, n_samples: int = 2) -> list[tuple[Tensor, Tensor]]:
+    "`[(noised [B, L] bool, weight [B])]`: the passes of `estimator` over `region [B, L]` (the positions it may hide)."
+    if estimator not in ESTIMATORS: raise ValueError(f"unknown estimator {estimator!r}; known: {list(ESTIMATORS)}")
+    region = region.bool(); B, L = region.shape; one = torch.ones(B, device=region.device)
+    if estimator == 'mean_field': return [(region, one)]
+    if estimator == 'coupled':
+        t = rand_rows((B, 1), generator, region.device)                      # each row's own masking rate
+        m = (rand_rows((B, L), generator, region.device) < t) & region
+        return [(m, one), (region & ~m, one)]
+    if n_samples < 1: raise ValueError(f"mc_elbo needs n_samples >= 1, got {n_samples}")
+    gens = generator if isinstance(generator, (list, tuple)) else [generator] * B
+    ts = torch.stack([sample_t(n_samples, g, 'stratified') for g in gens]).to(region.device).clamp(min=1e-3)   # [B, K]
+    return [((rand_rows((B, L), generator, region.device) < ts[:, k:k + 1]) & region, 1 / (n_samples * ts[:, k]))
+            for k in range(n_samples)]

@@ -9,6 +9,7 @@ from typing import Callable, Optional
 import torch
 from torch import Tensor, nn
 from .core import rand_rows, row_generators
+from .corruption import likelihood_views
 from .models import MaskedDiffusionLM, SharedKVCache, add_mask_token, mdlm_attention_mask
 from .registry import Mode, register_mode
 from .sampling import (GenerationOutput, Prompts, TrajectoryRecorder, block_generators, cut_at_eos, encode_prompts,
@@ -17,7 +18,7 @@ from .strategies import MDLMSettings, MDLMStrategy
 
 # %% auto 0
 __all__ = ['MDLM', 'masked_backbone', 'mdlm_canvas', 'mdlm_unmask', 'generate_mdlm', 'MDLMCache', 'generate_mdlm_cached',
-           'build_mdlm', 'sample_mdlm']
+           'mdlm_completion_logprobs', 'build_mdlm', 'sample_mdlm']
 
 # %% ../nbs/08d_mdlm.ipynb
 def masked_backbone(cfg, tokenizer, backbone, verbose: bool = True) -> int:
@@ -147,6 +148,27 @@ def generate_mdlm_cached(model: MaskedDiffusionLM, prompts: Prompts, gen_length:
                        token_id(eos_token_id, tokenizer, 'eos_token_id', required=False), seeds, return_trajectory)
 
 # %% ../nbs/08d_mdlm.ipynb
+def mdlm_completion_logprobs(model: nn.Module, prompt_ids, completion_ids, estimator: str = 'mean_field', seeds=None,
+                             tokenizer=None, canvas_len: Optional[int] = None, n_samples: int = 2,
+                             prompt_mask_p: float = 0.0, mask_token_id: Optional[int] = None, **_) -> Tensor:
+    "Per-token log-prob estimates `[B, L]` of `completion_ids` after `prompt_ids` (L: the longest completion; 0 past each)."
+    mask_id, eos = token_id(mask_token_id, tokenizer, 'mask_token_id'), token_id(None, tokenizer, 'eos_token_id')
+    B, L, device = len(prompt_ids), max(map(len, completion_ids)), model_device(model)
+    G = max(canvas_len or 0, L)
+    x, _ = right_pad([list(p) + list(c) + [eos] * (G - len(c)) for p, c in zip(prompt_ids, completion_ids)], eos, device=device)
+    P = torch.tensor([len(p) for p in prompt_ids], device=device)
+    j, cols = torch.arange(x.shape[1], device=device)[None], P[:, None] + torch.arange(G, device=device)
+    canvas, prompt, am = (j >= P[:, None]) & (j < (P + G)[:, None]), j < P[:, None], (j < (P + G)[:, None]).long()
+    gens, forward, target = row_generators(row_seeds(seeds, B), 'likelihood'), _mdlm_forward(model), x.gather(1, cols)
+    out = torch.zeros(B, G, device=device)
+    for noised, w in likelihood_views(canvas, estimator, gens, n_samples):
+        if prompt_mask_p: noised = noised | ((rand_rows(x.shape, gens, device) < prompt_mask_p) & prompt)
+        logits = forward(torch.where(noised, mask_id, x), am)
+        lp = logits.gather(1, cols[..., None].expand(-1, -1, logits.shape[-1])).log_softmax(-1).gather(-1, target[..., None])[..., 0]
+        out = out + w[:, None] * noised.gather(1, cols) * lp
+    return out[:, :L] * (torch.arange(L, device=device)[None] < torch.tensor([len(c) for c in completion_ids], device=device)[:, None])
+
+# %% ../nbs/08d_mdlm.ipynb
 def build_mdlm(cfg, tokenizer, backbone, verbose: bool = True):
     "`(MaskedDiffusionLM, mask_token_id)` around `backbone` (Dream's logit shift when `mdlm.shift_logits`)."
     mask_id = masked_backbone(cfg, tokenizer, backbone, verbose)
@@ -161,4 +183,5 @@ MDLM = register_mode(Mode('mdlm', MDLMSettings, MDLMStrategy, build_mdlm, sample
                           collate=lambda cfg: dict(response_fill=cfg.mdlm.response_fill),
                           sampler_options=('steps', 'threshold', 'remasking'), block_key='sampler_block_size',
                           second_loss='causal_loss',   # the causal next-token co-loss (and the AR warm-up)
+                          completion_logprobs=mdlm_completion_logprobs,
                           renamed=dict(block_size=('sampler_block_size', 'only the sampler reads it; training does not'))))

@@ -48,6 +48,7 @@ class Mode:
     second_loss: Optional[str] = None       # what its records call the loss's second term (`LossParts.ar_loss`); None: it has none
     card_title: str = 'A diffusion LM'      # what its final/ model card says the checkpoint is
     card_note: str = ''                     # how the final/ backbone relates to plain `transformers` generate (model card)
+    completion_logprobs: Optional[Callable] = None  # (model, prompt_ids, completion_ids, estimator=, seeds=, tokenizer=, **kw) -> [B, L] per-token log-prob estimates (RL, 16_rl); None: no RL
 
     def section(self, cfg):
         "This mode's settings in `cfg` (`None` when it has none)."
