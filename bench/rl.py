@@ -1,0 +1,115 @@
+"""RL vs SFT continued, at equal CPU (not a timed test):
+`python bench/rl.py --task countdown|sudoku --mode block_diffusion|mdlm|ar --seed S --out DIR [--retrain]`.
+
+Three runs of the tiny from-scratch model, each a library command in its own process (1 thread):
+  1. SFT from scratch on the task's generated data for a fixed budget (`SFT_STEPS`, chosen so the model is only partly
+     competent), with the mode's CPU preset: `DIR/sft/final`;
+  2. RL from it (`python -m dllm_nb.rl --config configs/rl_TASK.yaml`): `DIR/rl/final`;
+  3. the honest control: SFT *continued* from the SFT run's last checkpoint for the same process CPU seconds as the RL
+     stage took (its step count is derived from SFT's measured CPU per step): `DIR/sftc/final`.
+Then the held-out accuracy of all three on the first `--n` prompts of the task's test split (the task's verifier,
+greedy decoding with the mode's own sampler), the reward curve (`DIR/rl/reward_curve.png`), and the last line
+`rl vs sft-continued (TASK, MODE, seed S): accuracy A vs B at equal CPU (SFT start C)`.
+Trained runs are reused unless `--retrain`; `--json FILE` appends the numbers as one line.
+"""
+import argparse, json, os, resource, shutil, subprocess, sys, time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PRESETS = dict(block_diffusion='configs/default.yaml', mdlm='configs/mdlm_cpu.yaml', ar='configs/default.yaml')
+SFT_STEPS = dict(countdown=600, sudoku=300)          # partly competent starts (see nbs/16_rl.ipynb for the measured table)
+
+
+def child_cpu() -> float:
+    "Process CPU seconds (user + sys) of every finished child so far."
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run(cmd: list, log: Path) -> float:
+    "Run a library command (1 thread), its output to `log`; its process CPU seconds. Exits with its error line if it fails."
+    env = {**os.environ, 'OMP_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1', 'HF_HUB_OFFLINE': '1', 'TOKENIZERS_PARALLELISM': 'false'}
+    before = child_cpu()
+    with open(log, 'w') as f: p = subprocess.run([sys.executable, *cmd], cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT)
+    if p.returncode:
+        tail = [l for l in log.read_text().splitlines() if l.strip()][-3:]
+        sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n" + '\n'.join(tail))
+    return child_cpu() - before
+
+
+def sft_args(args, out: Path, steps: int, *extra) -> list:
+    return ['-m', 'dllm_nb.train', '--config', PRESETS[args.mode], '--eval-n', '0', f'dllm.mode={args.mode}',
+            f'data.dataset=builtin:{args.task}', f'seed={args.seed}', f'output_dir={out}', f'train.max_steps={steps}',
+            'train.eval_every=0', f'train.save_every={steps}', *extra]
+
+
+def stage(name: str, out: Path, args, make) -> float:
+    "Run `make()` unless `out/final` exists (reused); its CPU seconds (recorded in `out/cpu_s.json`)."
+    rec = out / 'cpu_s.json'
+    if (out / 'final').exists() and rec.exists() and not args.retrain:
+        print(f"{name}: reusing {out}"); return json.loads(rec.read_text())['cpu_s']
+    if out.exists(): shutil.rmtree(out)
+    out.mkdir(parents=True)
+    tic = time.time(); cpu = make()
+    rec.write_text(json.dumps(dict(cpu_s=cpu)))
+    print(f"{name}: {cpu:.0f} CPU s ({time.time() - tic:.0f} s wall)")
+    return cpu
+
+
+def accuracy(final: Path, task: str, n: int) -> float:
+    "Held-out accuracy of a final/ folder: `python -m dllm_nb.eval`'s scoring, the first `n` test prompts, greedy."
+    from dllm_nb.eval import exact_match, saved_canvas
+    from dllm_nb.generate import load_checkpoint, saved_block_size
+    from dllm_nb.modes import mode_of_model
+    model, tok = load_checkpoint(final)
+    return exact_match(model, tok, task, 'test', n, seed=0, batch_size=50, max_new_tokens=saved_canvas(final),
+                       sampler=mode_of_model(model).sample, block_size=saved_block_size(final))['accuracy']
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--task', required=True, choices=['countdown', 'sudoku'])
+    ap.add_argument('--mode', default='block_diffusion', choices=sorted(PRESETS))
+    ap.add_argument('--seed', type=int, default=0)
+    ap.add_argument('--out', required=True, help='folder for the three runs (reused unless --retrain)')
+    ap.add_argument('--sft-steps', type=int, default=None, help='SFT budget (default: SFT_STEPS[task])')
+    ap.add_argument('--n', type=int, default=200, help='held-out test prompts scored')
+    ap.add_argument('--retrain', action='store_true')
+    ap.add_argument('--json', default=None, help='append the numbers to this JSON-lines file')
+    ap.add_argument('overrides', nargs='*', help='extra key=value overrides of the RL stage (e.g. rl.estimator=coupled)')
+    args = ap.parse_args(argv)
+    out, S = Path(args.out).resolve(), args.sft_steps or SFT_STEPS[args.task]
+    torch_threads()
+    sft_cpu = stage('sft', out / 'sft', args, lambda: run(sft_args(args, out / 'sft', S), out / 'sft.log'))
+    rl_cpu = stage('rl', out / 'rl', args, lambda: run(
+        ['-m', 'dllm_nb.rl', '--config', f'configs/rl_{args.task}.yaml', f'rl.init={out / "sft" / "final"}',
+         f'output_dir={out / "rl"}', f'seed={args.seed}', 'rl.eval_n=0', 'train.eval_every=0', *args.overrides], out / 'rl.log'))
+    extra = max(1, round(rl_cpu / (sft_cpu / S)))                    # SFT steps that cost what the RL stage cost
+
+    def continued():
+        shutil.copytree(out / 'sft', out / 'sftc', dirs_exist_ok=True, ignore=shutil.ignore_patterns('final', 'cpu_s.json', '*.lock'))
+        return run(sft_args(args, out / 'sftc', S + extra, 'train.resume=auto', 'train.resume_strict=false'), out / 'sftc.log')
+    sftc_cpu = stage('sft-continued', out / 'sftc', args, continued)
+    acc = {k: accuracy(out / k / 'final', args.task, args.n) for k in ('sft', 'rl', 'sftc')}
+    print(f"\n{'run':<15}{'accuracy':>9}{'CPU s':>8}  steps")
+    print(f"{'sft (start)':<15}{acc['sft']:>9.3f}{sft_cpu:>8.0f}  {S}")
+    print(f"{'rl':<15}{acc['rl']:>9.3f}{rl_cpu:>8.0f}  (from sft)")
+    print(f"{'sft-continued':<15}{acc['sftc']:>9.3f}{sftc_cpu:>8.0f}  +{extra}")
+    print(f"reward curve: {out / 'rl' / 'reward_curve.png'}")
+    if args.json:
+        with open(args.json, 'a') as f:
+            f.write(json.dumps(dict(task=args.task, mode=args.mode, seed=args.seed, sft=acc['sft'], rl=acc['rl'], sftc=acc['sftc'],
+                                    sft_cpu=sft_cpu, rl_cpu=rl_cpu, sftc_cpu=sftc_cpu, sft_steps=S, sftc_steps=extra,
+                                    overrides=args.overrides)) + '\n')
+    print(f"rl vs sft-continued ({args.task}, {args.mode}, seed {args.seed}): accuracy {acc['rl']:.3f} vs {acc['sftc']:.3f} "
+          f"at equal CPU (SFT start {acc['sft']:.3f})")
+
+
+def torch_threads():
+    import torch
+    torch.set_num_threads(1)
+
+
+if __name__ == '__main__':
+    os.environ.setdefault('HF_HUB_OFFLINE', '1')
+    main()

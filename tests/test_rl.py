@@ -1,0 +1,116 @@
+"""RL post-training from the command line: 1 process vs 2 (torchrun/gloo) on the same global batch, a SIGTERM/resume
+that ends with the weights of an uninterrupted run, the mdlm and ar policies, bad rewards and bad task files."""
+import json, os, signal, subprocess, sys, time
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, 'OMP_NUM_THREADS': '1', 'HF_HUB_OFFLINE': '1', 'TOKENIZERS_PARALLELISM': 'false'}
+
+
+def make_init(d: Path, kind: str = 'block_diffusion') -> Path:
+    "A tiny random policy of `kind` saved as a final/-style folder (weights + tokenizer)."
+    from dllm_nb.data import load_tokenizer
+    from dllm_nb.models import BlockDiffusionLM, CausalLM, MaskedDiffusionLM, build_backbone, tiny_config
+    tok = load_tokenizer(); torch.manual_seed(0)
+    bb = build_backbone(tiny_config(vocab_size=len(tok), hidden_size=32))
+    model = dict(block_diffusion=lambda: BlockDiffusionLM(bb, block_size=4), mdlm=lambda: MaskedDiffusionLM(bb),
+                 ar=lambda: CausalLM(bb))[kind]()
+    out = d / f'init_{kind}'
+    model.save_pretrained(out); tok.save_pretrained(out)
+    return out
+
+
+REWARD = "def length(prompt, completion): return min(len(completion) / 20, 1.0)\n"
+
+
+def rl_args(init: Path, out: Path, *extra) -> list:
+    return ['-m', 'dllm_nb.rl', f'rl.init={init}', f'output_dir={out}', 'rl.group_size=4', 'rl.prompts_per_step=2',
+            'rl.max_new_tokens=12', 'rl.eval_n=0', 'rl.reward=rl_test_reward:length', 'train.max_steps=3', 'train.lr=1e-3',
+            'train.warmup_steps=0', 'train.save_every=1', 'train.eval_every=0', *extra]
+
+
+def run(args, cwd: Path, torchrun: int = 0, check: bool = True) -> subprocess.CompletedProcess:
+    head = [sys.executable, '-m', 'torch.distributed.run', '--standalone', f'--nproc_per_node={torchrun}'] if torchrun else [sys.executable]
+    if torchrun: args = args[1:]                                     # torchrun -m dllm_nb.rl ...
+    if torchrun: head.append('-m')
+    p = subprocess.run(head + args, cwd=cwd, env={**ENV, 'PYTHONPATH': f'{cwd}{os.pathsep}{ROOT}'}, capture_output=True, text=True, timeout=600)
+    if check: assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    return p
+
+
+def final_weights(path: Path) -> torch.Tensor:
+    from dllm_nb.generate import load_checkpoint
+    model, _ = load_checkpoint(path)
+    return torch.cat([p.detach().flatten() for p in model.parameters()])
+
+
+@pytest.fixture(scope='module')
+def work(tmp_path_factory):
+    d = tmp_path_factory.mktemp('rl')
+    (d / 'rl_test_reward.py').write_text(REWARD)
+    return d
+
+
+def test_two_processes_equal_one(work):
+    "The same global batch (2 prompts x 4 completions) on 1 process and on 2: the same weights after 3 steps."
+    init = make_init(work)
+    run(rl_args(init, work / 'one'), work)
+    run(rl_args(init, work / 'two'), work, torchrun=2)
+    a, b = final_weights(work / 'one' / 'final'), final_weights(work / 'two' / 'final')
+    assert not torch.equal(a, final_weights(init))                   # it trained
+    assert torch.allclose(a, b, atol=1e-6), (a - b).abs().max()
+    recs = [json.loads(l) for l in (work / 'two' / 'metrics.jsonl').read_text().splitlines()]
+    assert [r['step'] for r in recs] == [1, 2, 3]                    # logged once, by rank 0
+
+
+def test_sigterm_then_resume_is_exact(work):
+    "SIGTERM mid-run: exit 143 after a checkpoint; `train.resume=auto` ends with the weights of an uninterrupted run."
+    init = make_init(work)
+    run(rl_args(init, work / 'whole', 'train.max_steps=6'), work)
+    p = subprocess.Popen([sys.executable, *rl_args(init, work / 'cut', 'train.max_steps=6')], cwd=work,
+                         env={**ENV, 'PYTHONPATH': f'{work}{os.pathsep}{ROOT}'}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while not list((work / 'cut').glob('ckpt-0000002')) and time.time() < deadline: time.sleep(0.2)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=300)
+    if p.returncode == 0: pytest.skip('the run finished before the signal arrived')
+    assert p.returncode == 143, err[-2000:]
+    assert 'resume with:' in err and 'train.resume=auto' in err
+    run(rl_args(init, work / 'cut', 'train.max_steps=6', 'train.resume=auto'), work)
+    assert torch.equal(final_weights(work / 'whole' / 'final'), final_weights(work / 'cut' / 'final'))
+    steps = [json.loads(l)['step'] for l in (work / 'cut' / 'metrics.jsonl').read_text().splitlines()]
+    assert steps == list(range(1, 7))
+
+
+@pytest.mark.parametrize('kind', ['mdlm', 'ar'])
+def test_other_modes_train(work, kind):
+    "mdlm (coupled estimator, d1's prompt masking, mu = 2, a KL term) and ar (plain GRPO) run end to end and change weights."
+    init = make_init(work, kind)
+    run(rl_args(init, work / f'rl_{kind}', 'rl.estimator=coupled', 'rl.prompt_mask_p=0.15', 'rl.inner_steps=2',
+                'rl.beta=0.04', 'train.max_steps=2'), work)
+    assert not torch.equal(final_weights(work / f'rl_{kind}' / 'final'), final_weights(init))
+    rec = json.loads((work / f'rl_{kind}' / 'metrics.jsonl').read_text().splitlines()[-1])
+    assert rec['kl'] >= 0 and 0 <= rec['clip_frac'] <= 1
+
+
+@pytest.mark.parametrize('reward, says', [('no_such_mod:f', 'cannot be loaded'), ('rl_test_reward:nope', 'cannot be loaded'),
+                                          ('rl_test_reward', "use 'task' or 'package.module:function'")])
+def test_bad_reward_is_one_line(work, reward, says):
+    init = make_init(work)
+    p = run(rl_args(init, work / 'bad', f'rl.reward={reward}'), work, check=False)
+    assert p.returncode == 2 and says in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+@pytest.mark.parametrize('task, text, says', [
+    ('countdown', '{"input": "1,2,3", "output": "6"}\n{"input": "1,2"}\n', 'data.jsonl:2'),
+    ('sudoku', 'Puzzle,Solution\n103004023010020,1234341221434321\n', 'data.jsonl:2'),
+    ('sudoku', 'Grid,Answer\n1030040230100201,1234341221434321\n', "'Puzzle,Solution'")])
+def test_bad_task_file_is_one_line(work, task, text, says):
+    "Wrong columns, a 15-digit grid, a row without its target: one error line, exit 2, before the model loads."
+    f = work / 'data.jsonl'; f.write_text(text)
+    p = subprocess.run([sys.executable, '-m', 'dllm_nb.eval', '--checkpoint', str(work / 'missing'), '--task', task,
+                        '--data', str(f)], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and says in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
