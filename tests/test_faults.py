@@ -435,7 +435,7 @@ def test_resume_command_drops_stop_at(monkeypatch):
 def test_readme_commands_use_the_venv_python():
     "The manual commands (outside `make`) run with the project's venv, not a bare `python`/`torchrun` from PATH."
     readme = (ROOT / 'README.md').read_text()
-    manual = readme[readme.index('## The two commands'):readme.index('## Layout')]   # after `make train`, up to the layout
+    manual = readme[readme.index('## The two commands'):]                                 # after `make train`
     cmds = re.findall(r'(?m)(?:^|`)((?:\S*/)?(?:python|torchrun) [^`\n]*-m dllm_nb[^`\n]*)', manual)
     assert len(cmds) >= 5 and all(c.lstrip("`").startswith(".venv/bin/") for c in cmds), cmds
     assert '--prompt "What is 123 + 456?"' in manual

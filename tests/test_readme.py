@@ -28,10 +28,12 @@ def section(title: str) -> str:
 
 
 def test_front_page_order_and_length():
-    "What it is -> the two commands -> modes -> API example -> ... -> layout -> results; the long figures are not up front."
+    """A front door: what it is -> the two commands -> modes -> API example -> ...; at most ~1,500 words, the measured
+    logs on the results page (built from bench/results/), not here."""
     heads = re.findall(r'^## (.+)$', README, re.M)
     assert heads[:3] == ['The two commands', 'Modes', 'The Python API'], heads
-    assert heads.index('Layout') < heads.index('Results'), heads
+    assert len(README.split()) <= 1500, len(README.split())
+    assert 'Results' not in heads and 'results.html' in section('Modes'), heads
     first = section('The two commands')
     assert len(first.split()) < 300 and 'median' not in first, len(first.split())
     python = re.search(r'^PYTHON \?= (\S+)', (ROOT / 'Makefile').read_text(), re.M).group(1)

@@ -105,12 +105,16 @@ def doc_base() -> str:
 
 
 def postprocess(body: str, names: dict[str, str], base: str) -> str:
-    """Make links into the site relative (`base` prefix dropped, `NN_x.ipynb` -> its page), heading ids lower-case,
+    """Make links into the site relative (`base` prefix dropped, `NN_x.ipynb` -> its page, a page in a folder such as
+    `tutorials/why.html` -> `why.html`), heading ids lower-case,
     and apply pandoc link attributes (`[source](url){target="_blank" style=...}`, which nbconvert leaves as text)."""
     body = body.replace(f'href="{base}', 'href="')
     body = re.sub(r'(<a\s[^>]*)>([^<]*)</a>\{((?:\s*[\w-]+="[^"]*")+)\s*\}', r'\1 \3>\2</a>', body)
     body = re.sub(r'href="([\w./-]+)\.ipynb(#[^"]*)?"',
                   lambda m: f'href="{names.get(Path(m[1]).name, m[1] + ".html")}{m[2] or ""}"', body)
+    pages = set(names.values())                 # quarto keeps a folder's pages in it (tutorials/why.html); this site is flat
+    body = re.sub(r'href="(?:[\w-]+/)+([\w-]+\.html)(#[^"]*)?"',
+                  lambda m: f'href="{m[1]}{m[2] or ""}"' if m[1] in pages else m[0], body)
     body = re.sub(r'(<h[1-6] id=")([^"]+)"', lambda m: m[1] + m[2].lower() + '"', body)
     return re.sub(r'(class="anchor-link" href="#)([^"]+)"', lambda m: m[1] + m[2].lower() + '"', body)
 
