@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 from fastcore.basics import patch
 from fastcore.imports import IN_NOTEBOOK
@@ -211,12 +212,13 @@ class RLTrainer:
 # %% ../nbs/16_rl.ipynb
 @patch
 def logprobs(self: RLTrainer, model: nn.Module, ro: Rollout, rows: slice, seed_index: int) -> Tensor:
-    "Per-token log-prob estimates `[b, L]` of rows `rows` of a rollout; the masks come from the rows' seeds and `seed_index`."
+    "Per-token log-prob estimates `[b, L]` of rows `rows` of a rollout (L: its longest completion); masks from the rows' seeds and `seed_index`."
     seeds = [step_seed(s, seed_index) for s in ro.seeds[rows]]
-    return self.mode.completion_logprobs(model, ro.prompt_ids[rows], ro.completion_ids[rows], estimator=self.r.estimator,
-                                         seeds=seeds, tokenizer=self.tok, block_size=self.block_size,
-                                         canvas_len=self.max_new_tokens, n_samples=self.r.mc_samples,
-                                         prompt_mask_p=self.r.prompt_mask_p)
+    lp = self.mode.completion_logprobs(model, ro.prompt_ids[rows], ro.completion_ids[rows], estimator=self.r.estimator,
+                                       seeds=seeds, tokenizer=self.tok, block_size=self.block_size,
+                                       canvas_len=self.max_new_tokens, n_samples=self.r.mc_samples,
+                                       prompt_mask_p=self.r.prompt_mask_p)
+    return F.pad(lp, (0, max(map(len, ro.completion_ids)) - lp.shape[1]))   # [b, L] of the whole rollout
 
 @patch
 def chunks(self: RLTrainer, n: int) -> list[slice]:
