@@ -1,0 +1,53 @@
+"""The likelihood estimators of RL side by side (not a timed test):
+`python bench/rl_estimators.py --init RUN/final [--task sudoku] [--rows 64] [--draws 8]`.
+
+On one rollout batch of the policy in `--init` (`--rows` completions sampled at temperature 1 from the task's train
+prompts, 8 per prompt), for each estimator (`mean_field`, `coupled`, `mc_elbo` with 2 masks):
+  * the spread of the sequence log-prob estimate over `--draws` mask seeds: the standard deviation of
+    `sum_t log p_t` across seeds, averaged over completions (0 for an exact estimate), and its mean;
+  * the cost of one update's likelihood: process CPU seconds of the estimate with grad + backward over the batch
+    (1 thread), and forwards per completion.
+The RL accuracy each estimator reaches under the same budget is `bench/rl.py ... rl.estimator=NAME` (its table is in
+nbs/16_rl.ipynb).
+"""
+import argparse, statistics, time
+import torch
+from dllm_nb.data import task_examples
+from dllm_nb.generate import load_checkpoint, saved_block_size
+from dllm_nb.eval import saved_canvas
+from dllm_nb.modes import mode_of_model
+from dllm_nb.rl import load_reward, rollout
+
+ESTIMATORS = (('mean_field', 1), ('coupled', 2), ('mc_elbo', 2))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--init', required=True, help='a trained final/ folder')
+    ap.add_argument('--task', default='sudoku')
+    ap.add_argument('--rows', type=int, default=64)
+    ap.add_argument('--draws', type=int, default=8)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1); torch.manual_seed(0)
+    model, tok = load_checkpoint(args.init)
+    mode, bs, canvas = mode_of_model(model), saved_block_size(args.init), saved_canvas(args.init)
+    rows = [dict(prompt=ex['messages'][0]['content'], answer=ex['answer']) for ex in task_examples(args.task, 'train')[:args.rows // 8]]
+    ro = rollout(model, tok, rows, 8, load_reward('task', args.task), list(range(len(rows) * 8)), canvas, 1.0, args.task, block_size=bs)
+    kw = dict(tokenizer=tok, block_size=bs, canvas_len=canvas, n_samples=2)
+    print(f"{mode.name} policy {args.init}: {len(ro.completion_ids)} completions of {args.task}, mean length "
+          f"{statistics.mean(map(len, ro.completion_ids)):.1f} tokens, reward {ro.rewards.mean():.3f}")
+    print(f"{'estimator':<12}{'forwards':>9}{'seq logp mean':>15}{'std over seeds':>16}{'CPU s / update':>16}")
+    for name, fwd in ESTIMATORS:
+        with torch.no_grad():
+            draws = torch.stack([mode.completion_logprobs(model, ro.prompt_ids, ro.completion_ids, estimator=name,
+                                                          seeds=[s * 1000 + d for s in range(len(ro.seeds))], **kw).sum(1)
+                                 for d in range(args.draws)])                                  # [draws, rows]
+        cpu = time.process_time()
+        lp = mode.completion_logprobs(model, ro.prompt_ids, ro.completion_ids, estimator=name, seeds=ro.seeds, **kw)
+        lp.sum().backward(); model.zero_grad(set_to_none=True)
+        cpu = time.process_time() - cpu
+        print(f"{name:<12}{fwd:>9}{draws.mean().item():>15.2f}{draws.std(0).mean().item():>16.3f}{cpu:>16.2f}")
+
+
+if __name__ == '__main__':
+    main()
