@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 
 def states(target, P, R, layers, batch_size=32):
     "Per position t >= prompt's last token with t + 2 in the row: the final state, the chosen `layers`' outputs, token t+1, token t+2, row span."
-    from dllm_nb.dflash import _right_pad
+    from dllm_nb.dflash import pad_rows
     rows = [(list(p), list(r)) for p, r in zip(P, R) if len(p) and len(r) >= 2]
     order = sorted(range(len(rows)), key=lambda i: len(rows[i][0]) + len(rows[i][1]))
     body = target.get_decoder()
@@ -41,7 +41,7 @@ def states(target, P, R, layers, batch_size=32):
     spans, n = [], 0
     for s in tqdm(range(0, len(order), batch_size), desc='target states', unit='batch'):
         seqs = [rows[i][0] + rows[i][1] for i in order[s:s + batch_size]]
-        ids, am = _right_pad(seqs, 'cpu')
+        ids, am = pad_rows(seqs, 'cpu')
         with torch.no_grad(): o = body(input_ids=ids, attention_mask=am, output_hidden_states=True)
         for b, i in enumerate(order[s:s + batch_size]):
             p, e = len(rows[i][0]), len(seqs[b])

@@ -31,7 +31,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dllm_nb.data import task_examples  # noqa: E402
-from dllm_nb.dflash import DFlashDrafter, _target_id, draft_block, load_drafter, speculative_generate, target_greedy  # noqa: E402
+from dllm_nb.dflash import DFlashDrafter, draft_block, load_drafter, speculative_generate, target_greedy, target_id  # noqa: E402
 from dllm_nb.generate import at_least, at_least_float, encode_prompts, off_or_at_least  # noqa: E402
 from dllm_nb.sampling import skinny_linears  # noqa: E402
 
@@ -65,7 +65,7 @@ def bench_real(args):
     from dllm_nb.data import load_tokenizer
     from dllm_nb.dflash import read_prompts
     torch.set_num_threads(1)
-    target_path = _target_id(args.target)                # as drafters record it
+    target_path = target_id(args.target)                 # as drafters record it
     tok = load_tokenizer(args.target)
     drafter = load_drafter(args.drafter)                  # a DFlashDrafter or a NextTokenHead (one draft per call)
     if drafter.config.target != target_path: print(f'note: the drafter records target {drafter.config.target}')
@@ -128,8 +128,8 @@ def _bench_real(args, tok, drafter, target, prompts, ids, eos, N, corpus):
 
 
 def _left(rows):
-    from dllm_nb.dflash import _left_pad
-    return _left_pad(rows, 'cpu')
+    from dllm_nb.dflash import pad_rows
+    return pad_rows(rows, 'cpu', left=True)
 
 
 def _cut(row, eos):

@@ -192,7 +192,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument('--threshold', type=at_least_float(0, 1), default=None, help='confidence threshold (parallel decoding; both samplers)')
     ap.add_argument('--remasking', default='low_confidence', choices=['low_confidence', 'random'], help='MDLM only')
     ap.add_argument('--batch-size', type=at_least(1), default=None,
-                    help='prompts per batch (default: 16; --speculative on a CPU: 1, where it pays, 15_dflash)')
+                    help='prompts per batch (default: 16; --speculative on a CPU: 1, where it pays, 15c_dflash_speculative)')
     ap.add_argument('--seed', type=int, default=0, help='prompt i uses seed + i')
     ap.add_argument('--raw', action='store_true', help='do not wrap prompts in the chat template')
     ap.add_argument('--device', default=None, help='default: cuda if available, else cpu')

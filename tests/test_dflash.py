@@ -238,3 +238,21 @@ def test_head_cli_trains_reuses_states_and_decodes_losslessly(tmp_path):
     assert isinstance(head, NextTokenHead)
     ref = target_greedy(head.target, encode_prompts(prompts, tok), 12, tok.eos_token_id)
     assert '\n'.join(f'{p} -> {tok.decode(s)}' for p, s in zip(prompts, ref)) in g.stdout        # the target's own greedy text
+
+
+OLD_NAMES = ('ANCHOR_SAMPLING MASKED DRAFTER_CONFIG DRAFTER_WEIGHTS WEIGHT_QUANTUM DFLASH CPU_SPECULATIVE OTHER_SPECULATIVE '
+             'HEAD_SPECULATIVE PROMPT_SET EXTRA_PROMPTS MORE_PROMPTS anchor_candidates sample_anchors Blocks make_blocks dflash_mask_mod '
+             'dflash_mask dflash_block_mask DrafterConfig default_layer_ids default_gamma rope DrafterLayer DFlashDrafter target_features '
+             'load_target decay_weights quantized_weights block_weights dflash_loss Anchored DFlashSettings DFlashStrategy draft_vocab '
+             'warm_feature_cache target_rope_theta init_from_target build_dflash_model SpecOutput draft_block lookup_draft NgramIndex '
+             'chat_responses speculative_generate replay_acceptance target_greedy offset_accuracy HeadConfig NextTokenHead draft_next '
+             'drafter_class load_drafter head_examples train_head head_accuracy head_cli speculative_settings speculative_cli prompt_set '
+             'read_prompts self_distill main').split()   # `dllm_nb/dflash.py`'s `__all__` before it became a package (issue 50)
+
+
+def test_the_package_keeps_the_module_s_names_and_registers_the_mode():
+    "In a fresh interpreter: `import dllm_nb.dflash` registers `dflash`, and every name the one-file module exported is still there."
+    code = ("import dllm_nb.dflash as d, dllm_nb.registry as r, sys; names = sys.argv[1:]; "
+            "print(r.MODES['dflash'].Strategy is d.DFlashStrategy, [n for n in names if n not in d.__all__ or not hasattr(d, n)])")
+    assert run(['-c', code, *OLD_NAMES]).stdout.split() == ['True', '[]']
+    assert 'not_a_name' in run(['-c', code, 'not_a_name']).stdout                  # the check can fail

@@ -33,7 +33,7 @@ def test_strip_widgets_removes_state_keeps_outputs():
 @pytest.fixture(scope='module')
 def site():
     "Build `_site/` (or reuse it when newer than every notebook, module and the build script), one build at a time."
-    sources = [*NBS, *(ROOT / 'dllm_nb').glob('*.py'), ROOT / 'tools' / 'build_docs.py']
+    sources = [*NBS, *(ROOT / 'dllm_nb').rglob('*.py'), ROOT / 'tools' / 'build_docs.py']
     key = hashlib.sha1(str(ROOT).encode()).hexdigest()[:12]     # not hash(): str hashes differ between processes (xdist workers)
     with open(Path(tempfile.gettempdir()) / f'dllm_nb_site_{key}.lock', 'w') as lock:   # pytest -n 2: one worker builds, the other waits
         fcntl.flock(lock, fcntl.LOCK_EX)

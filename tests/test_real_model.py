@@ -189,14 +189,14 @@ def test_verified_block_decoding_is_smollm2_greedy(hf_dir, tok):
 def test_dflash_speculative_is_lossless_on_smollm2(hf_dir, tok):
     "A random (untrained) drafter over the real target: every row equals the target's own greedy output, batch 1 and 2."
     from dllm_nb.dflash import (DFlashDrafter, DrafterConfig, NgramIndex, default_layer_ids, prompt_set,
-                                speculative_generate, target_greedy, load_target, _target_info)
+                                speculative_generate, target_greedy, load_target, target_info)
     from dllm_nb.generate import encode_prompts
     torch.manual_seed(0)
     target = load_target(hf_dir)
     tc = target.config
     drafter = DFlashDrafter(DrafterConfig(hidden_size=tc.hidden_size, layer_ids=default_layer_ids(tc.num_hidden_layers),
                                           num_heads=tc.num_attention_heads, intermediate_size=256, block_size=4,
-                                          vocab_size=tc.vocab_size, draft_vocab_size=4096, target_info=_target_info(tc)),
+                                          vocab_size=tc.vocab_size, draft_vocab_size=4096, target_info=target_info(tc)),
                             target).eval()
     ids = encode_prompts([r['prompt'] for r in prompt_set('test')[:3]], tok)
     ref = target_greedy(target, ids, 10, tok.eos_token_id)
