@@ -124,7 +124,7 @@ def mdlm_samplers(model, tok, block_length, thresholds):
 def base_causal_lm(path):
     "A plain HF causal LM (a `.gguf` file, dequantised once, or an HF folder) for its own AR row."
     from transformers import AutoModelForCausalLM
-    from dllm_nb.models import gguf_to_hf
+    from dllm_nb.gguf import gguf_to_hf
     folder = gguf_to_hf(path) if str(path).endswith('.gguf') else path
     return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
 

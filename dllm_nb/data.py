@@ -12,6 +12,7 @@ from datasets import Dataset, disable_progress_bars, load_dataset
 from fastcore.imports import IN_NOTEBOOK
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
+from .gguf import gguf_to_hf
 
 logger = logging.getLogger(__name__)
 
@@ -196,8 +197,7 @@ def ensure_chat_tokens(tok: PreTrainedTokenizerFast, chat_template: str | None =
 def load_tokenizer(path: str | Path | None = None, chat_template: str | None = None) -> PreTrainedTokenizerFast:
     "The shipped tokenizer (`path=None`), or one from a local dir / hub id / `.gguf` file made ready for dLLM SFT."
     if path is not None and str(path).endswith('.gguf'):
-        from dllm_nb.models import gguf_to_hf   # converted once, cached: the tokenizer comes with the weights
-        path = gguf_to_hf(path)
+        path = gguf_to_hf(path)                 # converted once, cached: the tokenizer comes with the weights
     return ensure_chat_tokens(AutoTokenizer.from_pretrained(str(path or asset_dir())), chat_template)
 
 # %% ../nbs/01_data.ipynb

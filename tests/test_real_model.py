@@ -51,7 +51,7 @@ def tagged_chatml(template: str) -> str:
 
 @pytest.fixture(scope='session')
 def hf_dir():
-    from dllm_nb.models import gguf_to_hf
+    from dllm_nb.gguf import gguf_to_hf
     return gguf_to_hf(GGUF)
 
 
@@ -62,7 +62,7 @@ def tok(hf_dir):
 
 
 def test_gguf_folder_is_cached_and_plain_hf(hf_dir):
-    from dllm_nb.models import gguf_to_hf
+    from dllm_nb.gguf import gguf_to_hf
     assert gguf_to_hf(GGUF) == hf_dir                                      # second call: the cached folder
     cfg = json.loads((hf_dir / 'config.json').read_text())
     assert 'quantization_config' not in cfg and cfg['vocab_size'] == 49152
