@@ -4,11 +4,12 @@
 
 # %% ../nbs/13_eval.ipynb 2
 from __future__ import annotations
-import argparse, os, sys
+import argparse, sys
 from typing import Callable, Optional, Sequence
 import torch
 from fastcore.imports import IN_NOTEBOOK
 from torch import Tensor, nn
+from .cli import at_least, cli_device, debug_requested, load_error
 from .collate import check_single_turn, first_supervised
 from .config import mode_block_size
 from .core import row_generators
@@ -175,7 +176,7 @@ def saved_canvas(path) -> int:
 # %% ../nbs/13_eval.ipynb
 def main(argv: Optional[list[str]] = None) -> int:
     "CLI: `python -m dllm_nb.eval --checkpoint DIR --task NAME`: exact match and likelihood on a built-in task."
-    from dllm_nb.generate import at_least, cli_device, load_checkpoint, load_error, saved_block_size, steps_problem
+    from dllm_nb.generate import load_checkpoint, saved_block_size, steps_problem
     from dllm_nb.modes import mode_of_model
     from transformers.utils import logging as hf_logging
     ap = argparse.ArgumentParser(prog='python -m dllm_nb.eval', description='Evaluate a dllm_nb checkpoint.')
@@ -193,7 +194,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     hf_logging.disable_progress_bar()
     try: model, tok = load_checkpoint(args.checkpoint, cli_device(args.device))
     except Exception as e:                                             # one line (truncated weights too), as generate
-        if os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0'): raise
+        if debug_requested(): raise
         print(f'error: {load_error(args.checkpoint, e)}', file=sys.stderr); return 2
     if problem := steps_problem(args, mode_of_model(model)): print(f'error: {problem}', file=sys.stderr); return 2
     bs = args.block_size or saved_block_size(args.checkpoint)

@@ -4,10 +4,11 @@
 
 # %% ../nbs/11a_export.ipynb 2
 from __future__ import annotations
-import argparse, json, os, sys
+import argparse, json, sys
 from pathlib import Path
 from typing import Union
-from .generate import is_training_checkpoint, load_checkpoint, load_error, load_training_checkpoint, saved_run   # noqa: F401  (re-exported)
+from .cli import debug_requested, load_error
+from .generate import is_training_checkpoint, load_checkpoint, load_training_checkpoint, saved_run   # noqa: F401  (re-exported)
 from .lora import LORA_WEIGHTS_NAME, merge_lora
 from .models import DLLM_CONFIG_NAME
 
@@ -56,7 +57,7 @@ def main(argv=None) -> int:
     "CLI: `python -m dllm_nb.export --checkpoint RUN/ckpt-NNNNNNN|LORA_FINAL --out DIR`; 0 written, 1 disk error, 2 bad input."
     from dllm_nb.train import write_final
     args = _parser().parse_args(argv)
-    debug = args.debug or os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0')
+    debug = debug_requested(args.debug)
     ckpt, out = Path(args.checkpoint), Path(args.out)
     if (why := _problem(ckpt, out)): print(f'error: {why}', file=sys.stderr); return 2
     if is_lora_final(ckpt): return _merge(ckpt, out, debug)

@@ -4,15 +4,16 @@
 
 # %% ../nbs/12_generate.ipynb 2
 from __future__ import annotations
-import argparse, json, math, os, sys, warnings
+import argparse, json, sys, warnings
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 import torch
 from torch import nn
 from fastcore.imports import IN_NOTEBOOK
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_model_state_dict, set_model_state_dict
 from .checkpoint import STATE_FILES, SafeLoadPlanner, SafeReader, read_dcp_metadata, read_trainer_state
+from .cli import at_least, at_least_float, cli_device, debug_requested, load_error, off_or_at_least
 from .config import mode_block_size, saved_config
 from .models import DLLM_CONFIG_NAME, BlockDiffusionLM, CausalLM, MaskedDiffusionLM   # noqa: F401  (re-exported)
 from .modes import MODES, build_model, mode_of_model
@@ -24,8 +25,8 @@ from .ar import generate_autoregressive_cached                                  
 
 # %% auto 0
 __all__ = ['DEFAULT_MAX_NEW_TOKENS', 'step_options', 'generate', 'model_classes', 'saved_run', 'saved_block_size',
-           'is_training_checkpoint', 'load_training_checkpoint', 'load_checkpoint', 'check_prompt_lengths', 'at_least',
-           'off_or_at_least', 'load_error', 'cli_device', 'at_least_float', 'steps_problem', 'main']
+           'is_training_checkpoint', 'load_training_checkpoint', 'load_checkpoint', 'check_prompt_lengths',
+           'steps_problem', 'main']
 
 # %% ../nbs/12_generate.ipynb
 def step_options(mode, steps: Optional[int] = None, steps_per_block: Optional[int] = None, cli: bool = False) -> dict:
@@ -122,30 +123,7 @@ def check_prompt_lengths(prompts, tokenizer, model, max_new_tokens: int, chat: b
 
 DEFAULT_MAX_NEW_TOKENS = 48   # fits the built-in tasks' answers; a final/ folder's own default comes first
 
-def at_least(lo: int) -> Callable[[str], int]:
-    "An argparse `type`: an integer >= `lo` (token counts, steps, batch sizes); anything else is a usage error (exit 2)."
-    def parse(s: str) -> int:
-        try: v = int(s)
-        except ValueError: raise argparse.ArgumentTypeError(f"expected an integer >= {lo}, got {s!r}") from None
-        if v < lo: raise argparse.ArgumentTypeError(f"must be >= {lo}, got {v}")
-        return v
-    return parse
-
-def off_or_at_least(lo: int) -> Callable[[str], int]:
-    "An argparse `type`: 0 (off) or an integer >= `lo`."
-    def parse(s: str) -> int:
-        v = at_least(0)(s)
-        if 0 < v < lo: raise argparse.ArgumentTypeError(f"must be 0 (off) or >= {lo}, got {v}")
-        return v
-    return parse
-
 # %% ../nbs/12_generate.ipynb
-def load_error(path, e: BaseException) -> str:
-    "One line for a checkpoint that cannot be opened (the CLIs print it after `error: `)."
-    if isinstance(e, (FileNotFoundError, ValueError)) and str(e): return str(e).splitlines()[0]
-    first = str(e).strip().splitlines()[0][:160] if str(e).strip() else ''
-    return f"{path} cannot be loaded ({type(e).__name__}: {first}); a file may be truncated: re-export it"
-
 def _read_prompts(args) -> list[str]:
     prompts = list(args.prompt or [])
     try: prompts += [l for l in Path(args.prompts_file).read_text().splitlines() if l.strip()] if args.prompts_file else []
@@ -153,26 +131,7 @@ def _read_prompts(args) -> list[str]:
     if not prompts: raise ValueError('no prompts: pass --prompt "..." (repeatable) or --prompts-file FILE (one per line)')
     return prompts
 
-def cli_device(name: Optional[str] = None) -> torch.device:
-    "The device `--device name` asks for (default: cuda if available, else cpu); a `ValueError` if this machine has none such."
-    from dllm_nb.core import default_device
-    if name is None: return default_device()
-    try: dev = torch.device(name)
-    except RuntimeError: raise ValueError(f"--device {name!r} is not a device; use cpu, cuda or cuda:N") from None
-    if dev.type == 'cuda' and (dev.index or 0) >= torch.cuda.device_count():
-        raise ValueError(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA device(s); use --device cpu")
-    return dev
-
 # %% ../nbs/12_generate.ipynb
-def at_least_float(lo: float, hi: float = math.inf) -> Callable[[str], float]:
-    "An argparse `type`: a number in `[lo, hi]` (temperature, confidence threshold)."
-    def parse(s: str) -> float:
-        try: v = float(s)
-        except ValueError: raise argparse.ArgumentTypeError(f"expected a number, got {s!r}") from None
-        if not lo <= v <= hi: raise argparse.ArgumentTypeError(f"must be in [{lo}, {hi}], got {v}")
-        return v
-    return parse
-
 def steps_problem(args, mode) -> Optional[str]:
     "The CLI's `--steps` (a total) and `--steps-per-block` checked against `mode` (`step_options`): the error line, or None."
     try: step_options(mode, args.steps, args.steps_per_block, cli=True)
@@ -233,7 +192,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         if args.dtype: model = model.to(getattr(torch, args.dtype))
         check_prompt_lengths(prompts, tok, model, max_new, chat=not args.raw)
     except Exception as e:                                             # one line; the traceback with DLLM_NB_DEBUG=1
-        if os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0'): raise
+        if debug_requested(): raise
         print(f'error: {load_error(args.checkpoint, e)}', file=sys.stderr); return 2
     kw = dict(temperature=args.temperature, chat=not args.raw)
     mode = mode_of_model(model)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse, os, shlex, signal, sys, time
 from pathlib import Path
 import torch
+from .cli import debug_requested
 from .config import ConfigError, config_help, load_config, mode_block_size, save_config
 from .modes import MODES, get_mode
 
@@ -273,7 +274,7 @@ def main(argv=None) -> int:
     "CLI entry point; exit status: 1 disk error, 2 bad config/data/paths/checkpoint, 3 diverged (NaN/inf), 130 SIGINT, 143 SIGTERM."
     args = parse_args(argv)
     if args.list_keys: return print_stdout(list_keys())
-    debug, rank0 = args.debug or os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0'), int(os.environ.get('RANK', 0)) == 0
+    debug, rank0 = debug_requested(args.debug), int(os.environ.get('RANK', 0)) == 0
     from dllm_nb.checkpoint import ResumeError, UnsafeCheckpointError, unlock_run_dir
     from dllm_nb.data import DataError
     from dllm_nb.checkpoint import preflight
