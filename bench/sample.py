@@ -34,8 +34,10 @@ from dllm_nb.data import builtin_examples
 from dllm_nb.eval import score_completion
 from dllm_nb.ar import generate_autoregressive_cached
 from dllm_nb.mdlm import generate_mdlm_cached
-from dllm_nb.generate import (encode_prompts, generate_block_diffusion, generate_mdlm, load_checkpoint,
-                              saved_block_size)
+from dllm_nb.block_diffusion import generate_block_diffusion
+from dllm_nb.checkpoint import load_checkpoint, saved_block_size
+from dllm_nb.mdlm import generate_mdlm
+from dllm_nb.sampling import encode_prompts
 from dllm_nb.models import BlockDiffusionLM, MaskedDiffusionLM, build_backbone, count_backbone_calls, tiny_config
 
 

@@ -8,7 +8,7 @@ import argparse, json, sys
 from pathlib import Path
 from typing import Union
 from .cli import debug_requested, load_error
-from .generate import is_training_checkpoint, load_checkpoint, load_training_checkpoint, saved_run   # noqa: F401  (re-exported)
+from .checkpoint import is_training_checkpoint, load_checkpoint, load_training_checkpoint, saved_run
 from .lora import LORA_WEIGHTS_NAME, merge_lora
 from .models import DLLM_CONFIG_NAME
 

@@ -203,7 +203,7 @@ def test_mdlm_ar_loss_weight_and_suffix_masks_reach_the_strategy():
 
 def test_old_layout_yaml_is_an_error_but_an_old_run_folder_migrates(tmp_path, caplog):
     "A preset in the flat dllm.* layout is refused (naming the new keys); a run folder's saved config.yaml is migrated."
-    from dllm_nb.generate import saved_block_size
+    from dllm_nb.checkpoint import saved_block_size
     old = dict(dllm=dict(mode='hybrid', block_size=8, half_life_ratio=0.5, self_conditioning=False, eps=0.01),
                data=dict(max_len=64), train=dict(max_steps=50))
     (tmp_path / 'config.yaml').write_text(yaml.safe_dump(old))

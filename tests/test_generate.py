@@ -11,8 +11,8 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from dllm_nb.generate import (NEW, BlockDiffusionLM, MaskedDiffusionLM, generate_block_diffusion, generate_mdlm,
-                              load_checkpoint)
+from dllm_nb.checkpoint import load_checkpoint
+from dllm_nb.generate import NEW, BlockDiffusionLM, MaskedDiffusionLM, generate_block_diffusion, generate_mdlm
 from dllm_nb.models import build_backbone, tiny_config
 
 V, MASK, EOS = 64, 2, 1
