@@ -156,9 +156,9 @@ def main(argv=None) -> int:
     if args.list_keys: return print_stdout(list_keys())
     debug, rank0 = debug_requested(args.debug), int(os.environ.get('RANK', 0)) == 0
     from dllm_nb.checkpoint import ResumeError, UnsafeCheckpointError, unlock_run_dir
-    from dllm_nb.data import DataError
+    from dllm_nb.data import DataError, load_data
     from dllm_nb.checkpoint import preflight
-    from dllm_nb.trainer import NonFiniteError, load_data
+    from dllm_nb.trainer import NonFiniteError
     def fail(e, code: int, msg: str | None = None) -> int:
         if debug: raise e
         if rank0: print(f'error: {msg or e}', file=sys.stderr, flush=True)

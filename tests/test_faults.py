@@ -92,7 +92,7 @@ def test_truncate_to_nothing_is_dropped_and_counted(tmp_path, tok, caplog):
 
 def test_tiny_dataset_big_batch_warns(tmp_path, caplog):
     from dllm_nb.data import load_tokenizer
-    from dllm_nb.trainer import load_datasets
+    from dllm_nb.data import load_datasets
     cfg = cfg_of(tmp_path, f'data.dataset={write_rows(tmp_path / "one.jsonl", [ROW])}', 'data.val_size=0',
                  'data.train_size=null', 'train.global_batch_size=32', 'train.micro_batch_size=16')
     train, val = load_datasets(cfg, load_tokenizer())
@@ -102,7 +102,7 @@ def test_tiny_dataset_big_batch_warns(tmp_path, caplog):
 
 def test_val_size_message_names_the_real_problem(tmp_path):
     from dllm_nb.data import DataError, load_tokenizer
-    from dllm_nb.trainer import load_datasets
+    from dllm_nb.data import load_datasets
     cfg = cfg_of(tmp_path, f'data.dataset={write_rows(tmp_path / "d.jsonl", [ROW] * 3)}', 'data.train_size=null')
     with pytest.raises(DataError, match=r'data\.val_size=8 would hold out all 3 usable training examples'):
         load_datasets(cfg, load_tokenizer())
