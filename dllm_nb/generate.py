@@ -15,7 +15,8 @@ from .cli import at_least, at_least_float, cli_device, debug_requested, load_err
 from .core import moved_names
 from .models import BlockDiffusionLM, CausalLM, MaskedDiffusionLM   # noqa: F401  (re-exported)
 from .modes import mode_of_model
-from .sampling import *          # noqa: F403  the samplers' shared names, offered here as they always were
+from . import sampling
+from .sampling import GenerationOutput, Prompts, encode_prompts, progress_bar
 # each mode's sampler lives with its mode; these old import paths keep working (`from dllm_nb.generate import generate_mdlm`)
 from .mdlm import MDLMCache, generate_mdlm, generate_mdlm_cached, mdlm_canvas, mdlm_unmask   # noqa: F401
 from .block_diffusion import denoise_step, generate_block_diffusion, keep_schedule         # noqa: F401
@@ -25,9 +26,11 @@ from .ar import generate_autoregressive_cached                                  
 __all__ = ['DEFAULT_MAX_NEW_TOKENS', 'step_options', 'generate', 'check_prompt_lengths', 'steps_problem', 'main']
 
 # %% ../nbs/12_generate.ipynb
-# checkpoint loading moved to dllm_nb.checkpoint; generate still imports what its CLI uses (load_checkpoint, saved_run, saved_block_size)
-__getattr__ = moved_names(__name__, dict(model_classes='checkpoint', is_training_checkpoint='checkpoint',
-                                         load_training_checkpoint='checkpoint', DLLM_CONFIG_NAME='models'))
+# checkpoint loading moved to dllm_nb.checkpoint, and the samplers' shared names are no longer offered here: importing one
+# that generate does not use raises an ImportError naming its module (generate imports what it uses: load_checkpoint, ...)
+__getattr__ = moved_names(__name__, {**{n: 'sampling' for n in sampling.__all__},
+                                     **dict(model_classes='checkpoint', is_training_checkpoint='checkpoint',
+                                            load_training_checkpoint='checkpoint', DLLM_CONFIG_NAME='models')})
 
 # %% ../nbs/12_generate.ipynb
 def step_options(mode, steps: Optional[int] = None, steps_per_block: Optional[int] = None, cli: bool = False) -> dict:
