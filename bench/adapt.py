@@ -142,7 +142,7 @@ def run_stats(out: Path) -> dict:
 
 def samplers_for(model, tok, thresholds):
     from dllm_nb.ar import generate_autoregressive_cached
-    from dllm_nb.generate import generate_block_diffusion
+    from dllm_nb.block_diffusion import generate_block_diffusion
     from dllm_nb.models import BlockDiffusionLM
     if not isinstance(model, BlockDiffusionLM):
         return {'AR (HF generate + KV cache)': (lambda p, n, s: generate_autoregressive_cached(model, p, n, tok), model.backbone)}
@@ -168,7 +168,7 @@ def dtype_key(args) -> dict:
 
 def load(path: Path, args):
     "`(model, tokenizer)` of a final/ folder, cast to the decoding dtype `--dtype`."
-    from dllm_nb.generate import load_checkpoint
+    from dllm_nb.checkpoint import load_checkpoint
     model, tok = load_checkpoint(path, 'cpu')
     return model.to(getattr(torch, args.dtype)), tok
 
@@ -254,7 +254,7 @@ def load_weights(model, ck: Path) -> None:
 
 
 def curve_points(out: Path, examples, max_new) -> list:
-    from dllm_nb.generate import load_checkpoint
+    from dllm_nb.checkpoint import load_checkpoint
     model, tok = load_checkpoint(out / 'final', 'cpu')
     smp = samplers_for(model, tok, [])
     fn, _ = smp.get(f'b={getattr(model, "block_size", None)}, verified') or next(iter(smp.values()))   # shifted: verified
@@ -271,7 +271,7 @@ def curve_points(out: Path, examples, max_new) -> list:
 
 
 def encode(tok, examples):
-    from dllm_nb.generate import encode_prompts
+    from dllm_nb.sampling import encode_prompts
     return encode_prompts([ex['messages'][0]['content'] for ex in examples], tok)
 
 
@@ -337,7 +337,7 @@ def checkpoint_exact(run: Path, ck: Path, examples, max_new) -> dict:
 
 def verify_ablation(args, gguf: str, runs: Path, examples, max_new) -> list:
     "What the verified sampler gets from each training variant: exact match (the encoder head's) and tokens per call."
-    from dllm_nb.generate import load_checkpoint
+    from dllm_nb.checkpoint import load_checkpoint
     print(f'\n## verified decoding after the full schedule, {args.curve_n} prompts per task, batch 16')
     print(f"{'variant':<62} {'addition':>8} {'reverse':>7} {'tok/call':>8}")
     few, out = [ex for t in TASKS for ex in [e for e in examples if e['task'] == t][:args.curve_n]], []
@@ -356,7 +356,7 @@ def verify_ablation(args, gguf: str, runs: Path, examples, max_new) -> list:
 def words_table(runs: Path, rows, examples, max_new, args) -> dict:
     """Word-reversal exact match by the prompt's word count at every saved checkpoint and final/ of each row, greedy (AR
     `generate`, or the bd encoder's own greedy decoding: what the verified sampler outputs), in `--dtype`."""
-    from dllm_nb.generate import load_checkpoint
+    from dllm_nb.checkpoint import load_checkpoint
     rev = [ex for ex in examples if ex['task'] == 'reverse']
     words = lambda ex: len(ex['messages'][0]['content'].split(':')[-1].split())
     table = {}

@@ -50,7 +50,7 @@ def seen_rows(path, tok, n, n_tokens):
 def main():
     from dllm_nb.data import load_tokenizer
     from dllm_nb.dflash import DFlashDrafter, load_target, offset_accuracy, read_prompts, replay_acceptance
-    from dllm_nb.generate import at_least, at_least_float, off_or_at_least
+    from dllm_nb.cli import at_least, at_least_float, off_or_at_least
     ap = argparse.ArgumentParser()
     ap.add_argument('--target', required=True)
     ap.add_argument('--drafters', nargs='+', required=True, help="drafters' final/ folders")

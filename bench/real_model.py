@@ -70,7 +70,7 @@ def ar_worker(gguf: str, new: int) -> dict:
     import torch
     from transformers import AutoModelForCausalLM
     from dllm_nb.data import load_tokenizer
-    from dllm_nb.models import gguf_to_hf
+    from dllm_nb.gguf import gguf_to_hf
     path = gguf_to_hf(gguf)
     tok = load_tokenizer(path); tok.padding_side = 'left'
     model = AutoModelForCausalLM.from_pretrained(path).eval()

@@ -59,7 +59,7 @@ def stage(name: str, out: Path, args, make) -> float:
 def accuracy(final: Path, task: str, n: int) -> float:
     "Held-out accuracy of a final/ folder: `python -m dllm_nb.eval`'s scoring, the first `n` test prompts, greedy."
     from dllm_nb.eval import exact_match, saved_canvas
-    from dllm_nb.generate import load_checkpoint, saved_block_size
+    from dllm_nb.checkpoint import load_checkpoint, saved_block_size
     from dllm_nb.modes import mode_of_model
     model, tok = load_checkpoint(final)
     return exact_match(model, tok, task, 'test', n, seed=0, batch_size=50, max_new_tokens=saved_canvas(final),

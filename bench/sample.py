@@ -34,8 +34,10 @@ from dllm_nb.data import builtin_examples
 from dllm_nb.eval import score_completion
 from dllm_nb.ar import generate_autoregressive_cached
 from dllm_nb.mdlm import generate_mdlm_cached
-from dllm_nb.generate import (encode_prompts, generate_block_diffusion, generate_mdlm, load_checkpoint,
-                              saved_block_size)
+from dllm_nb.block_diffusion import generate_block_diffusion
+from dllm_nb.checkpoint import load_checkpoint, saved_block_size
+from dllm_nb.mdlm import generate_mdlm
+from dllm_nb.sampling import encode_prompts
 from dllm_nb.models import BlockDiffusionLM, MaskedDiffusionLM, build_backbone, count_backbone_calls, tiny_config
 
 
@@ -124,7 +126,7 @@ def mdlm_samplers(model, tok, block_length, thresholds):
 def base_causal_lm(path):
     "A plain HF causal LM (a `.gguf` file, dequantised once, or an HF folder) for its own AR row."
     from transformers import AutoModelForCausalLM
-    from dllm_nb.models import gguf_to_hf
+    from dllm_nb.gguf import gguf_to_hf
     folder = gguf_to_hf(path) if str(path).endswith('.gguf') else path
     return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
 

@@ -32,7 +32,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from dllm_nb.data import task_examples  # noqa: E402
 from dllm_nb.dflash import DFlashDrafter, draft_block, load_drafter, speculative_generate, target_greedy, target_id  # noqa: E402
-from dllm_nb.generate import at_least, at_least_float, encode_prompts, off_or_at_least  # noqa: E402
+from dllm_nb.cli import at_least, at_least_float, off_or_at_least  # noqa: E402
+from dllm_nb.sampling import encode_prompts  # noqa: E402
 from dllm_nb.sampling import skinny_linears  # noqa: E402
 
 

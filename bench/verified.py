@@ -121,7 +121,8 @@ def main():
     from dllm_nb.ar import generate_autoregressive_cached
     from dllm_nb.block_speculative import generate_block_speculative
     from dllm_nb.data import builtin_examples
-    from dllm_nb.generate import encode_prompts, load_checkpoint
+    from dllm_nb.checkpoint import load_checkpoint
+    from dllm_nb.sampling import encode_prompts
     model, tok = load_checkpoint(args.checkpoint, 'cpu')
     if not getattr(model, 'shift_logits', False):
         sys.exit(f'{args.checkpoint}: not a block-diffusion model trained with block_diffusion.shift_logits=true; '

@@ -5,13 +5,13 @@
 # %% ../nbs/00_core.ipynb 2
 from __future__ import annotations
 from dataclasses import dataclass
-from typing import Sequence, Union
+from typing import Callable, Sequence, Union
 import torch
 
 # %% auto 0
 __all__ = ['STREAMS', 'Generators', 'splitmix64', 'global_position', 'sample_seed', 'sample_seeds', 'stream_seed',
            'row_generators', 'rand_rows', 'randint_rows', 'default_device', 'native_bf16', 'slow_bf16_warning', 'cdiv',
-           'printable', 'ConfigError']
+           'printable', 'moved_names', 'ConfigError']
 
 # %% ../nbs/00_core.ipynb
 _MASK64 = (1 << 64) - 1
@@ -118,6 +118,14 @@ def cdiv(a: int, b: int) -> int:
 def printable(text: str) -> str:
     "`text` with control characters spelled as `\\xNN` (token labels in pictures: fonts have no glyph for them)."
     return ''.join(ch if ch.isprintable() else f'\\x{ord(ch):02x}' for ch in text)
+
+# %% ../nbs/00_core.ipynb
+def moved_names(module: str, moved: dict) -> Callable:
+    "A module-level `__getattr__` for `module`: a name in `moved` (`{name: its new module}`) raises an `ImportError` naming its new place."
+    def __getattr__(name: str):
+        if name in moved: raise ImportError(f"{name} moved from {module} to dllm_nb.{moved[name]}: from dllm_nb.{moved[name]} import {name}")
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    return __getattr__
 
 # %% ../nbs/00_core.ipynb
 class ConfigError(ValueError):

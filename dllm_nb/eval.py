@@ -5,19 +5,24 @@
 # %% ../nbs/13_eval.ipynb 2
 from __future__ import annotations
 import argparse, os, sys
+from pathlib import Path
 from typing import Callable, Optional, Sequence
 import torch
 from fastcore.imports import IN_NOTEBOOK
 from torch import Tensor, nn
+from .cli import at_least, cli_device, debug_requested, load_error
 from .collate import check_single_turn, first_supervised
-from .config import mode_block_size
+from .checkpoint import load_checkpoint, saved_block_size, saved_run
+from .config import DLLMConfig, mode_block_size, saved_config
 from .core import row_generators
 from .corruption import corrupt_uniform, corrupt_uniform_random, sample_t
 from .data import TASKS, task_answer, task_examples, task_reward, tokenize_example
 from .tasks import TASK_FILES, TaskFileError, read_task_file
-from .generate import progress_bar, encode_prompts, generate, right_pad
+from .generate import generate, steps_problem
 from .loss import token_ce
 from .models import BlockDiffusionLM, MaskedDiffusionLM
+from .modes import mode_of_model
+from .sampling import GenerationOutput, cut_at_eos, encode_prompts, progress_bar, right_pad
 from .window import build_response_window
 
 # %% auto 0
@@ -57,7 +62,6 @@ def exact_match(model: nn.Module, tokenizer, task: str, split: str = 'test', n: 
 def generate_autoregressive(model: nn.Module, prompt_ids: Sequence[Sequence[int]], tokenizer=None,
                             max_new_tokens: int = 32, eos_token_id: Optional[int] = None, seeds=None, **_):
     "Greedy decoding of a causal LM (`logits = model(input_ids, attention_mask).logits`); `.sequences` cut at EOS."
-    from dllm_nb.sampling import GenerationOutput, cut_at_eos
     eos = eos_token_id if eos_token_id is not None else getattr(tokenizer, 'eos_token_id', None)
     device = next(model.parameters()).device
     ids, L = right_pad(prompt_ids, 0, max(map(len, prompt_ids)) + max_new_tokens, device)
@@ -164,9 +168,6 @@ def task_likelihood(model: nn.Module, tokenizer, task: str, split: str = 'test',
 # %% ../nbs/13_eval.ipynb
 def saved_canvas(path) -> int:
     "The checkpoint's own sampler canvas (`final/dllm_config.json`), else the run's `dllm.max_new_tokens`, else the default."
-    from pathlib import Path
-    from dllm_nb.config import DLLMConfig, saved_config
-    from dllm_nb.generate import saved_run
     if (mnt := saved_run(path).get('sampler', {}).get('max_new_tokens')): return mnt
     for f in (Path(path) / 'config.yaml', Path(path).parent / 'config.yaml'):
         if f.exists(): return saved_config(f).dllm.max_new_tokens
@@ -184,8 +185,6 @@ def write_samples(path, samples: list[dict]) -> None:
 # %% ../nbs/13_eval.ipynb
 def main(argv: Optional[list[str]] = None) -> int:
     "CLI: `python -m dllm_nb.eval --checkpoint DIR --task NAME`: exact match and likelihood on a built-in task."
-    from dllm_nb.generate import at_least, cli_device, load_checkpoint, load_error, saved_block_size, steps_problem
-    from dllm_nb.modes import mode_of_model
     from transformers.utils import logging as hf_logging
     ap = argparse.ArgumentParser(prog='python -m dllm_nb.eval', description='Evaluate a dllm_nb checkpoint.')
     ap.add_argument('--checkpoint', required=True)
@@ -206,7 +205,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     except TaskFileError as e: print(f'error: {e}', file=sys.stderr); return 2
     try: model, tok = load_checkpoint(args.checkpoint, cli_device(args.device))
     except Exception as e:                                             # one line (truncated weights too), as generate
-        if os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0'): raise
+        if debug_requested(): raise
         print(f'error: {load_error(args.checkpoint, e)}', file=sys.stderr); return 2
     if problem := steps_problem(args, mode_of_model(model)): print(f'error: {problem}', file=sys.stderr); return 2
     bs = args.block_size or saved_block_size(args.checkpoint)

@@ -15,7 +15,9 @@ from .core import row_generators
 from .corruption import corrupt_uniform, corrupt_uniform_random, sample_t
 from .data import addition_response, builtin_examples
 from .eval import mc_mean_se, mdlm_nll_bound, row_ce, saved_canvas, score_completion
-from .generate import generate, load_checkpoint, progress_bar, right_pad, saved_block_size
+from .checkpoint import load_checkpoint, saved_block_size
+from .generate import generate
+from .sampling import progress_bar, right_pad
 from .models import BlockDiffusionLM, CausalLM, MaskedDiffusionLM
 from .window import build_response_window
 EVAL_EXTRA = 'pip install -e .[eval]'

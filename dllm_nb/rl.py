@@ -14,18 +14,18 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from fastcore.basics import patch
 from fastcore.imports import IN_NOTEBOOK
-from .checkpoint import (finite_checkpoints, preflight, resume_checkpoint, save_checkpoint, unlock_run_dir,
-                                ResumeError, UnsafeCheckpointError)
+from .checkpoint import (finite_checkpoints, load_checkpoint, preflight, resume_checkpoint, save_checkpoint, saved_block_size,
+                                saved_run, unlock_run_dir, ResumeError, UnsafeCheckpointError)
 from .config import Config, config_to_dict, load_config, save_config
 from .core import ConfigError, splitmix64
 from .data import TASKS, task_examples, task_reward
 from .distributed import all_reduce_sum, is_dist
 from .eval import exact_match
-from .generate import encode_prompts, load_checkpoint, saved_block_size, saved_run, step_options
+from .generate import step_options
 from .metrics import MetricsLogger, read_metrics, trim_metrics
 from .models import DLLM_CONFIG_NAME
 from .modes import MODES, mode_of_model
-from .sampling import progress_bar
+from .sampling import encode_prompts, progress_bar
 from .trainer import DeferredInterrupt, Interrupted, lr_factor
 
 # %% auto 0

@@ -7,12 +7,18 @@ from __future__ import annotations
 import argparse, os, shlex, signal, sys, time
 from pathlib import Path
 import torch
-from .config import ConfigError, config_help, load_config, mode_block_size, save_config
-from .modes import MODES, get_mode
+from .cli import debug_requested
+from .config import ConfigError, config_help, load_config, save_config
+from .core import moved_names
+from .export import export_final, write_model_card
+from .modes import get_mode
 
 # %% auto 0
-__all__ = ['ROSE_BY', 'parse_args', 'list_keys', 'resume_command', 'run_metadata', 'card_examples', 'model_card',
-           'write_model_card', 'export_final', 'write_final', 'summarize', 'report_builtin', 'print_stdout', 'main']
+__all__ = ['ROSE_BY', 'parse_args', 'list_keys', 'resume_command', 'summarize', 'report_builtin', 'print_stdout', 'main']
+
+# %% ../nbs/11_train.ipynb
+# writing final/ and its model card moved to dllm_nb.export; train imports what its run uses (export_final, write_model_card)
+__getattr__ = moved_names(__name__, dict(write_final='export', run_metadata='export', card_examples='export', model_card='export'))
 
 # %% ../nbs/11_train.ipynb
 def parse_args(argv=None) -> argparse.Namespace:
@@ -52,131 +58,6 @@ def resume_command(argv=None) -> str:
     W = int(os.environ.get('WORLD_SIZE', 1))
     head = ['torchrun', f'--nproc_per_node={W}', '-m', 'dllm_nb.train'] if W > 1 else [sys.executable, '-m', 'dllm_nb.train']
     return shlex.join(head + out + ['train.resume=auto'])
-
-# %% ../nbs/11_train.ipynb
-def run_metadata(cfg, mask_token_id, steps: int | None = None) -> dict:
-    "What `final/dllm_config.json` records under `run`: how the model was trained (`steps`, default all) and the sampler defaults."
-    from dllm_nb.eval import sampler_settings
-    d = cfg.dllm
-    run = dict(mode=d.mode, block_size=mode_block_size(cfg), mask_token=d.mask_token if mask_token_id is not None else None,
-               mask_token_id=mask_token_id, self_conditioning=False, base_model=cfg.model.path, dataset=cfg.data.dataset,
-               steps_trained=cfg.train.max_steps if steps is None else steps,
-               sampler=dict(sampler_settings(cfg), temperature=0.0))        # the same defaults as eval and report_builtin
-    return {**run, **get_mode(d.mode).final_record(cfg)}                # what the mode itself records (block_diffusion: self_conditioning)
-
-# %% ../nbs/11_train.ipynb
-def card_examples(cfg, n: int = 2) -> list[dict]:
-    "Model-card prompts from the run's own data: each built-in task's first `n` test prompts, else a JSON/JSONL file's first rows."
-    from dllm_nb.data import MIXES, TASKS, as_messages, read_json_rows, task_examples
-    ds = cfg.data.dataset
-    if ds.startswith('builtin:'):
-        name = ds.removeprefix('builtin:')
-        return [dict(task=t, prompt=ex['messages'][0]['content'], answer=ex['answer'])
-                for t in MIXES.get(name, [name] if name in TASKS else []) for ex in task_examples(t, 'test', cfg.seed)[:n]]
-    if Path(ds).suffix in ('.json', '.jsonl') and Path(ds).is_file():
-        return [dict(prompt=[m for m in as_messages(r) if m['role'] == 'user'][-1]['content']) for r in read_json_rows(ds)[0][:n]]
-    return []
-
-# %% ../nbs/11_train.ipynb
-def _card_scope(run: dict, examples: list[dict], scores: dict | None) -> str:
-    "What the checkpoint can do: per built-in task, what it was trained on and its measured test exact match."
-    from dllm_nb.data import TASK_SCOPES
-    tasks = list(dict.fromkeys(e['task'] for e in examples if 'task' in e))
-    if not tasks: return f"It was trained on `{run['dataset']}` only: expect it to follow prompts like that data's, not others."
-    rows = [f"| `{t}` | {TASK_SCOPES[t]} | " + (f"{scores[t]['accuracy']:.2f} ({scores[t]['correct']}/{scores[t]['n']})"
-            if scores and t in scores else "not measured") + " |" for t in tasks]
-    return '\n'.join([f"It knows only its training data, `{run['dataset']}`:", '', '| task | trained on | test exact match |',
-                      '|---|---|---|', *rows, '', "Prompts unlike these lie outside what it "
-                      "saw: expect garbage."])
-
-# %% ../nbs/11_train.ipynb
-def _card_examples(examples: list[dict], scores: dict | None) -> str:
-    "The example prompts, with this checkpoint's own completions and whether they are right when they were scored."
-    if not examples: return ''
-    done = {(t, s['prompt']): s for t, r in (scores or {}).items() for s in r['samples']}
-    rows = []
-    for e in examples:
-        s = done.get((e.get('task'), e['prompt']))
-        got = f"`{s['completion'].replace('|', '/')}` ({'right' if s['correct'] else 'wrong'}; answer {e['answer']})" if s else \
-              (f"answer {e['answer']}" if 'answer' in e else '')
-        rows.append(f"| `{e['prompt'].replace('|', '/')}` | {got} |")                  # (| would end the cell)
-    head = "what this checkpoint wrote" if done else "expected"
-    return '\n'.join(["Prompts from its own data" + (" (test split: never trained on)" if 'answer' in examples[0] else '') + ':',
-                      '', f'| prompt | {head} |', '|---|---|', *rows])
-
-# %% ../nbs/11_train.ipynb
-def model_card(run: dict, checkpoint: str, examples: list[dict], scores: dict | None = None, lora: bool = False) -> str:
-    "`final/README.md`: what the checkpoint is, what it can do (measured when `scores` is given), and a command to sample it."
-    mode = MODES.get(run['mode'])                                      # a mode no longer registered: the generic note
-    plain = (mode.card_note if mode is not None and mode.card_note else
-             "the backbone was trained bidirectional (`is_causal: false` in config.json), so left-to-right `generate` "
-             "is not how it samples: use the dllm_nb sampler")
-    if lora: plain = (f"this folder holds LoRA adapters (`adapter.safetensors`) over `{run['base_model']}`, which dllm_nb "
-                      f"loads; for plain transformers merge them first: `python -m dllm_nb.export --checkpoint {checkpoint} --out merged`")
-    mask = (f"mask token {run['mask_token']!r} = id {run['mask_token_id']}" if run['mask_token_id'] is not None else
-            "no mask token: corrupted with random tokens")
-    prompt = examples[0]['prompt'] if examples else 'a prompt like those in its training data'
-    return f"""# dllm_nb {run['mode']} checkpoint
-
-{mode.card_title if mode is not None else 'A diffusion LM'} fine-tuned with [dllm_nb](https://github.com/dllm-nb/dllm_nb) in mode `{run['mode']}` (block size {run['block_size']},
-{mask}) from {f"`{run['base_model']}`" if run['base_model'] else 'a from-scratch model'} on `{run['dataset']}` for {run['steps_trained']} steps. `dllm_config.json` holds these settings and the sampler defaults.
-
-## What it can do
-
-{_card_scope(run, examples, scores)}
-
-{_card_examples(examples, scores)}
-
-## Use it
-
-From the folder it was trained in (from inside this folder: `--checkpoint .`):
-
-```bash
-python -m dllm_nb.generate --checkpoint {checkpoint} --prompt {shlex.quote(prompt)}
-```
-
-Plain transformers: `AutoModelForCausalLM.from_pretrained({checkpoint!r})` loads the backbone with the
-tokenizer's bos/eos/pad ids in `config.json` and `generation_config.json`; {plain}.
-"""
-
-# %% ../nbs/11_train.ipynb
-def write_model_card(out_dir: Path, cfg, scores: dict | None = None) -> Path:
-    "(Re)write `out_dir/README.md` from `dllm_config.json`'s `run` and the run's own data; the path is shown relative."
-    import json
-    from dllm_nb.models import DLLM_CONFIG_NAME
-    meta = json.loads((out_dir / DLLM_CONFIG_NAME).read_text())
-    checkpoint = '.' if out_dir.is_absolute() else out_dir.as_posix()   # never an absolute path: the folder may move
-    (out_dir / 'README.md').write_text(model_card(meta['run'], checkpoint, card_examples(cfg), scores, lora='lora' in meta))
-    return out_dir / 'README.md'
-
-# %% ../nbs/11_train.ipynb
-def export_final(trainer, out_dir: str | Path):
-    "Consolidate the trained model (gathering FSDP shards) and write a self-describing `final/`; rank 0 returns the model."
-    from dllm_nb.distributed import full_state_dict
-    from dllm_nb.modes import build_model
-    sd = full_state_dict(trainer.model)['model']                       # collective: every rank calls it
-    if not trainer.dist.is_main: return None
-    model, mask_id = build_model(trainer.cfg, trainer.tokenizer, verbose=False)
-    model.load_state_dict(sd)
-    return write_final(model, trainer.tokenizer, trainer.cfg, mask_id, out_dir)
-
-# %% ../nbs/11_train.ipynb
-def write_final(model, tok, cfg, mask_id, out_dir: str | Path, steps: int | None = None):
-    "Write the (unwrapped, full) `model` and `tok` as a self-describing `final/`-style folder; returns the model in eval mode."
-    import json
-    from dllm_nb.models import DLLM_CONFIG_NAME
-    out_dir = Path(out_dir)
-    bb = getattr(model, 'backbone', None)                              # None: a DFlash drafter (its own config format)
-    for c in (bb.config, bb.generation_config) if bb is not None else ():  # HF ids = the tokenizer's: plain generate stops right
-        for k in ('bos_token_id', 'eos_token_id', 'pad_token_id'): setattr(c, k, getattr(tok, k))
-    model.save_pretrained(out_dir)                                     # weights + tokenizer only: optimizer state stays in checkpoints/
-    tok.save_pretrained(out_dir)
-    if bb is None: return model.eval()
-    run = run_metadata(cfg, mask_id, steps)
-    meta = json.loads((out_dir / DLLM_CONFIG_NAME).read_text())
-    (out_dir / DLLM_CONFIG_NAME).write_text(json.dumps({**meta, 'run': run}, indent=2))
-    write_model_card(out_dir, cfg)
-    return model.eval()
 
 # %% ../nbs/11_train.ipynb
 ROSE_BY = 0.02   # summarize flags a final validation loss this much (relative) above the run's lowest
@@ -273,11 +154,11 @@ def main(argv=None) -> int:
     "CLI entry point; exit status: 1 disk error, 2 bad config/data/paths/checkpoint, 3 diverged (NaN/inf), 130 SIGINT, 143 SIGTERM."
     args = parse_args(argv)
     if args.list_keys: return print_stdout(list_keys())
-    debug, rank0 = args.debug or os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0'), int(os.environ.get('RANK', 0)) == 0
+    debug, rank0 = debug_requested(args.debug), int(os.environ.get('RANK', 0)) == 0
     from dllm_nb.checkpoint import ResumeError, UnsafeCheckpointError, unlock_run_dir
-    from dllm_nb.data import DataError
+    from dllm_nb.data import DataError, load_data
     from dllm_nb.checkpoint import preflight
-    from dllm_nb.trainer import NonFiniteError, load_data
+    from dllm_nb.trainer import NonFiniteError
     def fail(e, code: int, msg: str | None = None) -> int:
         if debug: raise e
         if rank0: print(f'error: {msg or e}', file=sys.stderr, flush=True)

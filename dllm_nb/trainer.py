@@ -17,8 +17,8 @@ from .checkpoint import (finite_checkpoints, holds_lock, lock_run_dir, resume_ch
                                 unlock_run_dir, weights_finite)
 from .checkpoint import RERUN_HINT, RUN_FILES, preflight   # noqa: F401  (their old home; the CLI imports them here)
 from .config import ConfigError, mode_block_size, save_config
-from .core import sample_seed, sample_seeds, slow_bf16_warning, stream_seed
-from .data import DataError, load_sft_dataset, load_tokenizer, used_train_sizes
+from .core import moved_names, sample_seed, sample_seeds, slow_bf16_warning, stream_seed
+from .data import load_data
 from .distributed import (DistInfo, GlobalBatchSampler, all_reduce_sum, clip_grad_norm_, set_grad_sync, step_loader,
                                  wrap_model)
 from .metrics import MetricsLogger, StepRecord, memory_mb, plot_metrics, read_metrics, trim_metrics
@@ -29,8 +29,11 @@ from .stages import Batch, Counts
 logger = logging.getLogger(__name__)
 
 # %% auto 0
-__all__ = ['logger', 'lr_factor', 'step_denominators', 'StepResult', 'train_step', 'validate', 'load_data', 'load_datasets',
-           'Trainer', 'NonFiniteError', 'Interrupted', 'DeferredInterrupt']
+__all__ = ['logger', 'lr_factor', 'step_denominators', 'StepResult', 'train_step', 'validate', 'Trainer', 'NonFiniteError',
+           'Interrupted', 'DeferredInterrupt']
+
+# %% ../nbs/09_trainer.ipynb
+__getattr__ = moved_names(__name__, dict(load_datasets='data'))   # data loading moved to dllm_nb.data; the trainer imports load_data
 
 # %% ../nbs/09_trainer.ipynb
 def lr_factor(step: int, warmup_steps: int, max_steps: int, min_lr_ratio: float = 0.1) -> float:
@@ -97,33 +100,6 @@ def validate(model, strategy, batches: list[Batch], all_reduce: Callable = all_r
     loss, dllm, ar = _reduced([strategy.loss(model, s, counts) for s in stages] or [[None] * 3], all_reduce).tolist()
     model.train(was_training)
     return dict(val_loss=loss, val_dllm_loss=dllm, val_second_loss=ar, val_tokens=int(counts.diffusion))
-
-# %% ../nbs/09_trainer.ipynb
-def load_data(cfg) -> tuple:
-    "`(tokenizer, train, validation)`: what `Trainer` needs before any model (the CLI loads it before the process group forms)."
-    tok = load_tokenizer(cfg.model.tokenizer or cfg.model.path)
-    return (tok, *load_datasets(cfg, tok))
-
-def load_datasets(cfg, tokenizer) -> tuple:
-    "`(train, validation)` tokenised datasets; validation is `data.val_split` or `data.val_size` held-out train rows."
-    dc, n = cfg.data, cfg.data.train_size
-    kw = dict(tokenizer=tokenizer, max_len=dc.max_len, overlong=dc.overlong, mask_history=dc.mask_history,
-              num_proc=dc.num_proc if dc.num_proc > 1 else None, seed=cfg.seed)
-    sizes = used_train_sizes(dc.dataset, n, dc.val_size)              # generate only what is used
-    train = load_sft_dataset(dc.dataset, 'train', sizes=sizes, **kw)
-    val = load_sft_dataset(dc.dataset, dc.val_split, **kw) if dc.val_split else None
-    if val is None and dc.val_size:
-        if dc.val_size >= len(train):
-            raise DataError(f"{dc.dataset}: data.val_size={dc.val_size} would hold out all {len(train)} usable training "
-                            "examples; lower data.val_size (0 = no validation) or add data")
-        split = train.train_test_split(test_size=dc.val_size, seed=cfg.seed, shuffle=True)
-        train, val = split['train'], split['test']
-    if n is not None: train = train.select(range(min(n, len(train))))
-    G = cfg.train.global_batch_size
-    if len(train) < G:
-        logger.warning(f"{dc.dataset}: {len(train)} training example(s) but train.global_batch_size={G}: every step "
-                       f"repeats each example about {G / len(train):.0f} times; lower the batch size or add data")
-    return train, val
 
 # %% ../nbs/09_trainer.ipynb
 class Trainer:

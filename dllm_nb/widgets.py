@@ -262,7 +262,8 @@ def trajectory_player(model, prompt: str, tokenizer=None, max_new_tokens: int = 
     "Generate once from `prompt` with `model` (or a checkpoint folder) and step through the denoising trajectory."
     import ipywidgets as W
     from pathlib import Path
-    from dllm_nb.generate import generate, load_checkpoint
+    from dllm_nb.checkpoint import load_checkpoint
+    from dllm_nb.generate import generate
     if isinstance(model, (str, Path)): model, tokenizer = load_checkpoint(model)
     if tokenizer is None: raise ValueError("pass the model's tokenizer (or a checkpoint folder, which has one).")
     traj = generate(model, [prompt], tokenizer, max_new_tokens, return_trajectory=True, **gen_kw).trajectory

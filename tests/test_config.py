@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PRESETS = sorted((ROOT / 'configs').glob('*.yaml'))
 # world sizes each preset is meant for (CPU presets: 1 and 2 processes; GPU presets: 1 node x 8, 2 nodes x 8)
 WORLDS = {'default': (1, 2), 'mdlm_cpu': (1, 2), 'mdlm_tiny': (1, 2), 'hybrid_tiny': (1, 2), 'hybrid_cpu': (1, 2), 'llada_sft': (1, 8, 16),
-          'diffusiongemma_sft': (1, 8, 16), 'smollm2_cpu': (1,), 'smollm2_adapt': (1,), 'smollm2_ar': (1,), 'dflash_smollm2_cpu': (1,)}
+          'diffusiongemma_sft': (1, 8, 16), 'smollm2_cpu': (1,), 'smollm2_adapt': (1,), 'smollm2_ar': (1,), 'dflash_smollm2_cpu': (1,),
+          'rl_countdown': (1, 2), 'rl_sudoku': (1, 2)}
 
 
 def need(path) -> list[str]:
@@ -203,7 +204,7 @@ def test_mdlm_ar_loss_weight_and_suffix_masks_reach_the_strategy():
 
 def test_old_layout_yaml_is_an_error_but_an_old_run_folder_migrates(tmp_path, caplog):
     "A preset in the flat dllm.* layout is refused (naming the new keys); a run folder's saved config.yaml is migrated."
-    from dllm_nb.generate import saved_block_size
+    from dllm_nb.checkpoint import saved_block_size
     old = dict(dllm=dict(mode='hybrid', block_size=8, half_life_ratio=0.5, self_conditioning=False, eps=0.01),
                data=dict(max_len=64), train=dict(max_steps=50))
     (tmp_path / 'config.yaml').write_text(yaml.safe_dump(old))

@@ -33,7 +33,7 @@ def make_target(path: Path):
 
 def test_dflash_cli_train_and_speculative(tmp_path):
     from dllm_nb.dflash import DFlashDrafter, speculative_generate, target_greedy
-    from dllm_nb.generate import encode_prompts
+    from dllm_nb.sampling import encode_prompts
     tok = make_target(tmp_path / 'target')
     target_bytes = {p.name: p.read_bytes() for p in (tmp_path / 'target').iterdir()}
     r = run(['-m', 'dllm_nb.train', 'dllm.mode=dflash', f'dflash.target={tmp_path}/target', f'output_dir={tmp_path}/run',
@@ -160,7 +160,7 @@ def test_extra_prompts_are_distinct_training_prompts_outside_the_shipped_set():
 def test_distill_cli_writes_target_greedy_and_resumes(tmp_path):
     from dllm_nb.data import read_json_rows
     from dllm_nb.dflash import load_target, read_prompts, target_greedy
-    from dllm_nb.generate import encode_prompts
+    from dllm_nb.sampling import encode_prompts
     tok = make_target(tmp_path / 'target')
     out, args = tmp_path / 'd.jsonl', ['-m', 'dllm_nb.dflash', 'distill', '--target', str(tmp_path / 'target'),
                                        '--prompts', 'shipped:test', '--max-new-tokens', '10', '--batch-size', '2']
@@ -211,7 +211,7 @@ def test_chat_responses_renders_answers_and_names_a_bad_row(tmp_path):
 def test_head_cli_trains_reuses_states_and_decodes_losslessly(tmp_path):
     "`dflash head` on a tiny target's distilled answers: saved as a NextTokenHead, states file reused, generate --speculative lossless."
     from dllm_nb.dflash import NextTokenHead, load_drafter, target_greedy
-    from dllm_nb.generate import encode_prompts
+    from dllm_nb.sampling import encode_prompts
     tok = make_target(tmp_path / 'target')
     data = tmp_path / 'distilled.jsonl'
     run(['-m', 'dllm_nb.dflash', 'distill', '--target', str(tmp_path / 'target'), '--prompts', 'shipped:train', '--limit', '24',

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from dllm_nb.eval import (block_diffusion_losses, exact_match, generate_autoregressive, mdlm_nll_bound,
                           score_completion)
-from dllm_nb.generate import CachedContext
+from dllm_nb.sampling import CachedContext
 from dllm_nb.models import BlockDiffusionLM, MaskedDiffusionLM, build_backbone, tiny_config
 
 torch.set_num_threads(1)

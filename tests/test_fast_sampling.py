@@ -10,9 +10,8 @@ from hypothesis import given, settings, strategies as st
 
 from dllm_nb.eval import generate_autoregressive
 from dllm_nb.ar import generate_autoregressive_cached
-from dllm_nb.mdlm import generate_mdlm_cached
-from dllm_nb.generate import BlockDiffusionLM, MaskedDiffusionLM, generate_mdlm
-from dllm_nb.models import build_backbone, tiny_config
+from dllm_nb.mdlm import generate_mdlm, generate_mdlm_cached
+from dllm_nb.models import BlockDiffusionLM, MaskedDiffusionLM, build_backbone, tiny_config
 
 V, MASK = 64, 2
 torch.set_num_threads(1)

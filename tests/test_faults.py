@@ -92,7 +92,7 @@ def test_truncate_to_nothing_is_dropped_and_counted(tmp_path, tok, caplog):
 
 def test_tiny_dataset_big_batch_warns(tmp_path, caplog):
     from dllm_nb.data import load_tokenizer
-    from dllm_nb.trainer import load_datasets
+    from dllm_nb.data import load_datasets
     cfg = cfg_of(tmp_path, f'data.dataset={write_rows(tmp_path / "one.jsonl", [ROW])}', 'data.val_size=0',
                  'data.train_size=null', 'train.global_batch_size=32', 'train.micro_batch_size=16')
     train, val = load_datasets(cfg, load_tokenizer())
@@ -102,7 +102,7 @@ def test_tiny_dataset_big_batch_warns(tmp_path, caplog):
 
 def test_val_size_message_names_the_real_problem(tmp_path):
     from dllm_nb.data import DataError, load_tokenizer
-    from dllm_nb.trainer import load_datasets
+    from dllm_nb.data import load_datasets
     cfg = cfg_of(tmp_path, f'data.dataset={write_rows(tmp_path / "d.jsonl", [ROW] * 3)}', 'data.train_size=null')
     with pytest.raises(DataError, match=r'data\.val_size=8 would hold out all 3 usable training examples'):
         load_datasets(cfg, load_tokenizer())
@@ -146,9 +146,9 @@ def test_output_dir_not_writable_or_under_a_file(tmp_path):
 
 
 def test_cli_eval_rejects_unknown_task_before_loading(tmp_path, monkeypatch, capsys):
-    import dllm_nb.generate as G
+    import dllm_nb.eval as E
     from dllm_nb.eval import main
-    monkeypatch.setattr(G, 'load_checkpoint', lambda *a, **k: pytest.fail('loaded the model before checking --task'))
+    monkeypatch.setattr(E, 'load_checkpoint', lambda *a, **k: pytest.fail('loaded the model before checking --task'))
     with pytest.raises(SystemExit) as e: main(['--checkpoint', str(tmp_path), '--task', 'multiplication'])
     assert e.value.code == 2
     assert "invalid choice: 'multiplication' (choose from 'addition', 'reverse')" in capsys.readouterr().err
@@ -586,9 +586,9 @@ def test_second_run_of_a_locked_folder_exit_2_names_holder(tmp_path, capsys):
 def test_cli_counts_checked_before_loading(tmp_path, monkeypatch, capsys, cmd, args, expect):
     "Issue 24 item 7: counts < 1 are usage errors (exit 2, one line), found before the model loads."
     import importlib
-    import dllm_nb.generate as G
-    monkeypatch.setattr(G, 'load_checkpoint', lambda *a, **k: pytest.fail('loaded the model before checking the arguments'))
-    with pytest.raises(SystemExit) as e: importlib.import_module(f'dllm_nb.{cmd}').main(['--checkpoint', str(tmp_path), *args])
+    cli = importlib.import_module(f'dllm_nb.{cmd}')
+    monkeypatch.setattr(cli, 'load_checkpoint', lambda *a, **k: pytest.fail('loaded the model before checking the arguments'))
+    with pytest.raises(SystemExit) as e: cli.main(['--checkpoint', str(tmp_path), *args])
     err = capsys.readouterr().err
     assert e.value.code == 2 and 'Traceback' not in err and err.splitlines()[-1] == f'python -m dllm_nb.{cmd}: error: {expect}', err
 
@@ -715,7 +715,7 @@ def test_two_nodes_on_one_machine_train_like_one_process(tmp_path):
     """Issue 24 item 8: `torchrun --nnodes=2 --nproc_per_node=1` (two launchers, c10d rendezvous on localhost) trains the
     same weights as one process on the same global batch (split invariance), to fp32 reduction-order tolerance."""
     import socket
-    from dllm_nb.generate import load_checkpoint
+    from dllm_nb.checkpoint import load_checkpoint
     from dllm_nb.trainer import Trainer
     with socket.socket() as s: s.bind(('localhost', 0)); port = s.getsockname()[1]
     over = [*TINY, 'train.max_steps=3', 'train.save_every=0', 'data.val_size=0']

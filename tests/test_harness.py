@@ -52,7 +52,7 @@ def harness_vs_eval(ck, tasks_dir, n, batch_size, seed=0):
     import lm_eval
     from lm_eval.tasks import TaskManager
     from dllm_nb.eval import exact_match
-    from dllm_nb.generate import saved_block_size
+    from dllm_nb.checkpoint import saved_block_size
     from dllm_nb.harness import DLLMEvalLM, write_tasks
     names = write_tasks(tasks_dir, ('addition', 'reverse'))
     lm = DLLMEvalLM(checkpoint=str(ck), batch_size=batch_size)
@@ -68,7 +68,7 @@ def harness_vs_eval(ck, tasks_dir, n, batch_size, seed=0):
 def test_harness_generations_equal_dllm_nb_eval(tmp_path):
     "Identical decoding: every completion (and so the exact match) of the harness equals `exact_match`'s, for a seeded sampler."
     from dllm_nb.eval import exact_match
-    from dllm_nb.generate import load_checkpoint
+    from dllm_nb.checkpoint import load_checkpoint
     ck = tiny_checkpoint(tmp_path / 'bd', 'bd')
     harness, ours, acc = harness_vs_eval(ck, tmp_path / 'tasks', n=6, batch_size=4)
     assert harness == ours

@@ -51,7 +51,7 @@ def tagged_chatml(template: str) -> str:
 
 @pytest.fixture(scope='session')
 def hf_dir():
-    from dllm_nb.models import gguf_to_hf
+    from dllm_nb.gguf import gguf_to_hf
     return gguf_to_hf(GGUF)
 
 
@@ -62,7 +62,7 @@ def tok(hf_dir):
 
 
 def test_gguf_folder_is_cached_and_plain_hf(hf_dir):
-    from dllm_nb.models import gguf_to_hf
+    from dllm_nb.gguf import gguf_to_hf
     assert gguf_to_hf(GGUF) == hf_dir                                      # second call: the cached folder
     cfg = json.loads((hf_dir / 'config.json').read_text())
     assert 'quantization_config' not in cfg and cfg['vocab_size'] == 49152
@@ -190,7 +190,7 @@ def test_dflash_speculative_is_lossless_on_smollm2(hf_dir, tok):
     "A random (untrained) drafter over the real target: every row equals the target's own greedy output, batch 1 and 2."
     from dllm_nb.dflash import (DFlashDrafter, DrafterConfig, NgramIndex, default_layer_ids, prompt_set,
                                 speculative_generate, target_greedy, load_target, target_info)
-    from dllm_nb.generate import encode_prompts
+    from dllm_nb.sampling import encode_prompts
     torch.manual_seed(0)
     target = load_target(hf_dir)
     tc = target.config
@@ -218,7 +218,7 @@ def test_dflash_speculative_is_lossless_on_smollm2(hf_dir, tok):
 def test_next_token_head_is_lossless_on_smollm2(hf_dir, tok):
     "A random NextTokenHead over the real target, with skinny linears: batch 1 and 2 equal the target's own greedy output."
     from dllm_nb.dflash import NextTokenHead, prompt_set, speculative_generate, target_greedy, load_target
-    from dllm_nb.generate import encode_prompts
+    from dllm_nb.sampling import encode_prompts
     from dllm_nb.sampling import skinny_linears
     torch.manual_seed(0)
     target = load_target(hf_dir)

@@ -85,7 +85,8 @@ def test_toy_mode_config_section(toy_mode):
 
 
 def test_toy_mode_trains_saves_and_samples(toy_mode, tmp_path, capsys):
-    from dllm_nb.generate import generate, load_checkpoint, main as generate_main
+    from dllm_nb.checkpoint import load_checkpoint
+    from dllm_nb.generate import generate, main as generate_main
     from dllm_nb.train import main as train_main
     out = tmp_path / 'run'
     assert train_main(['--eval-n', '0', 'dllm.mode=toy', 'toy.gen_block=2', *TINY, f'output_dir={out}']) == 0

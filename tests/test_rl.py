@@ -42,7 +42,7 @@ def run(args, cwd: Path, torchrun: int = 0, check: bool = True) -> subprocess.Co
 
 
 def final_weights(path: Path) -> torch.Tensor:
-    from dllm_nb.generate import load_checkpoint
+    from dllm_nb.checkpoint import load_checkpoint
     model, _ = load_checkpoint(path)
     return torch.cat([p.detach().flatten() for p in model.parameters()])
 

@@ -167,7 +167,7 @@ def test_lora_resume_export_and_bad_targets(tmp_path):
     assert sorted(p.name for p in (full / 'final').iterdir() if p.suffix == '.safetensors') == ['adapter.safetensors']
     run([sys.executable, '-m', 'dllm_nb.export', '--checkpoint', str(full / 'final'), '--out', str(tmp_path / 'merged')])
     from transformers import AutoModelForCausalLM
-    from dllm_nb.generate import load_checkpoint
+    from dllm_nb.checkpoint import load_checkpoint
     model, tok = load_checkpoint(full / 'final')
     assert model.lora['rank'] == 4
     plain = AutoModelForCausalLM.from_pretrained(tmp_path / 'merged').eval()
