@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PRESETS = dict(block_diffusion='configs/default.yaml', mdlm='configs/mdlm_cpu.yaml', ar='configs/default.yaml')
-SFT_STEPS = dict(countdown=600, sudoku=300)          # partly competent starts (see nbs/16_rl.ipynb for the measured table)
+SFT_STEPS = dict(countdown=1000, sudoku=300)         # partly competent starts: test accuracy 0.16 and 0.57 (seed 0) (see nbs/16_rl.ipynb for the measured table)
 
 
 def child_cpu() -> float:

@@ -19,7 +19,7 @@ from . import config as _config
 from .config import Config, ConfigError, config_keys, config_to_dict, mode_block_size, saved_config
 from .data import MIXES, TASKS, load_tokenizer
 from .models import DLLM_CONFIG_NAME
-from .modes import MODES, build_model, mode_sections
+from .modes import MODES, build_model, get_mode, mode_sections
 from .distributed import all_reduce_sum, barrier
 
 # %% auto 0
@@ -375,6 +375,9 @@ def preflight(cfg, is_main: bool = True, rerun: str = RERUN_HINT) -> None:
                         "(or set train.tensorboard=false)")
     if cfg.model.lora.rank and importlib.util.find_spec('peft') is None:
         problems.append(f"model.lora.rank={cfg.model.lora.rank} needs the peft package: pip install 'dllm_nb[lora]' (or set model.lora.rank=0)")
+    if cfg.model.lora.rank and cfg.model.path is None and not get_mode(cfg.dllm.mode).own_backbone:   # failed only when final/ was written
+        problems.append(f"model.lora.rank={cfg.model.lora.rank} adapts a pretrained backbone, but model.path is not set: a model made "
+                        "from scratch has no base weights for its adapters; give model.path, or train it fully with model.lora.rank=0")
     problems += _output_dir_problems(cfg, is_main and not problems, rerun)  # deletes an old run (overwrite) only if all is well
     if problems: raise ConfigError(problems)
 
