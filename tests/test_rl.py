@@ -98,19 +98,24 @@ def test_other_modes_train(work, kind):
 
 @pytest.mark.parametrize('reward, says', [('no_such_mod:f', 'cannot be loaded'), ('rl_test_reward:nope', 'cannot be loaded'),
                                           ('rl_test_reward', "use 'task' or 'package.module:function'")])
-def test_bad_reward_is_one_line(work, reward, says):
-    init = make_init(work)
-    p = run(rl_args(init, work / 'bad', f'rl.reward={reward}'), work, check=False)
-    assert p.returncode == 2 and says in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+def test_bad_reward_is_one_line(work, reward, says, capsys, monkeypatch):
+    "A reward that cannot be used: one error line, exit 2, before the policy loads (in process: the CLI's main)."
+    from dllm_nb.rl import main
+    monkeypatch.syspath_prepend(str(work))
+    init = make_init(work); capsys.readouterr()                     # (saving it printed a progress bar)
+    assert main(rl_args(init, work / 'bad', f'rl.reward={reward}')[2:]) == 2
+    err = capsys.readouterr().err
+    assert says in err and len(err.strip().splitlines()) == 1, err
 
 
 @pytest.mark.parametrize('task, text, says', [
     ('countdown', '{"input": "1,2,3", "output": "6"}\n{"input": "1,2"}\n', 'data.jsonl:2'),
     ('sudoku', 'Puzzle,Solution\n103004023010020,1234341221434321\n', 'data.jsonl:2'),
     ('sudoku', 'Grid,Answer\n1030040230100201,1234341221434321\n', "'Puzzle,Solution'")])
-def test_bad_task_file_is_one_line(work, task, text, says):
+def test_bad_task_file_is_one_line(work, task, text, says, capsys):
     "Wrong columns, a 15-digit grid, a row without its target: one error line, exit 2, before the model loads."
+    from dllm_nb.eval import main
     f = work / 'data.jsonl'; f.write_text(text)
-    p = subprocess.run([sys.executable, '-m', 'dllm_nb.eval', '--checkpoint', str(work / 'missing'), '--task', task,
-                        '--data', str(f)], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120)
-    assert p.returncode == 2 and says in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert main(['--checkpoint', str(work / 'missing'), '--task', task, '--data', str(f)]) == 2
+    err = capsys.readouterr().err
+    assert says in err and len(err.strip().splitlines()) == 1, err
