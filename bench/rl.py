@@ -38,7 +38,9 @@ def run(cmd: list, log: Path) -> float:
 
 
 def sft_args(args, out: Path, steps: int, *extra) -> list:
-    return ['-m', 'dllm_nb.train', '--config', PRESETS[args.mode], '--eval-n', '0', f'dllm.mode={args.mode}',
+    S = args.sft_steps or SFT_STEPS[args.task]                       # mdlm: the preset's 1/3 AR warm-up, of the SFT budget
+    mode_kw = [f'mdlm.ar_warmup_steps={S // 3}'] if args.mode == 'mdlm' else []
+    return ['-m', 'dllm_nb.train', '--config', PRESETS[args.mode], '--eval-n', '0', f'dllm.mode={args.mode}', *mode_kw,
             f'data.dataset=builtin:{args.task}', f'seed={args.seed}', f'output_dir={out}', f'train.max_steps={steps}',
             'train.eval_every=0', f'train.save_every={steps}', *extra]
 

@@ -28,10 +28,10 @@ def section(title: str) -> str:
 
 
 def test_front_page_order_and_length():
-    """A front door: what it is -> the two commands -> modes -> API example -> ...; at most ~1,500 words, the measured
+    """A front door: what it is -> the two commands -> modes -> RL -> API example -> ...; at most ~1,500 words, the measured
     logs on the results page (built from bench/results/), not here."""
     heads = re.findall(r'^## (.+)$', README, re.M)
-    assert heads[:3] == ['The two commands', 'Modes', 'The Python API'], heads
+    assert heads[:4] == ['The two commands', 'Modes', 'RL post-training', 'The Python API'], heads
     assert len(README.split()) <= 1500, len(README.split())
     assert 'Results' not in heads and 'results.html' in section('Modes'), heads
     first = section('The two commands')
