@@ -151,7 +151,7 @@ def test_cli_eval_rejects_unknown_task_before_loading(tmp_path, monkeypatch, cap
     monkeypatch.setattr(E, 'load_checkpoint', lambda *a, **k: pytest.fail('loaded the model before checking --task'))
     with pytest.raises(SystemExit) as e: main(['--checkpoint', str(tmp_path), '--task', 'multiplication'])
     assert e.value.code == 2
-    assert "invalid choice: 'multiplication' (choose from 'addition', 'reverse')" in capsys.readouterr().err
+    assert "invalid choice: 'multiplication' (choose from 'addition', 'countdown', 'reverse', 'sudoku')" in capsys.readouterr().err
 
 
 @pytest.fixture(scope='module')
@@ -620,7 +620,7 @@ def test_unknown_builtin_dataset_is_a_config_error(tmp_path, capsys):
     from dllm_nb.train import main
     assert main([f'output_dir={tmp_path / "run"}', 'data.dataset=builtin:nosuch']) == 2
     assert one_error_line(capsys.readouterr().err) == ("error: data.dataset='builtin:nosuch' is not a built-in dataset; known: builtin:addition, "
-                                 "builtin:default, builtin:reverse (or give a local file or a hub id)")
+                                 "builtin:countdown, builtin:default, builtin:reverse, builtin:sudoku (or give a local file or a hub id)")
     assert not (tmp_path / 'run').exists()
 
 
