@@ -69,20 +69,20 @@ def test_two_processes_equal_one(work):
 def test_sigterm_then_resume_is_exact(work):
     "SIGTERM mid-run: exit 143 after a checkpoint; `train.resume=auto` ends with the weights of an uninterrupted run."
     init = make_init(work)
-    run(rl_args(init, work / 'whole', 'train.max_steps=6'), work)
-    p = subprocess.Popen([sys.executable, *rl_args(init, work / 'cut', 'train.max_steps=6')], cwd=work,
+    run(rl_args(init, work / 'whole', 'train.max_steps=20'), work)
+    p = subprocess.Popen([sys.executable, *rl_args(init, work / 'cut', 'train.max_steps=20')], cwd=work,
                          env={**ENV, 'PYTHONPATH': f'{work}{os.pathsep}{ROOT}'}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 300
-    while not list((work / 'cut').glob('ckpt-0000002')) and time.time() < deadline: time.sleep(0.2)
+    deadline = time.time() + 300                                     # signal once the first checkpoint exists (keep_last
+    while not list((work / 'cut').glob('ckpt-*')) and time.time() < deadline: time.sleep(0.05)   # prunes old ones)
     p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=300)
     if p.returncode == 0: pytest.skip('the run finished before the signal arrived')
     assert p.returncode == 143, err[-2000:]
     assert 'resume with:' in err and 'train.resume=auto' in err
-    run(rl_args(init, work / 'cut', 'train.max_steps=6', 'train.resume=auto'), work)
+    run(rl_args(init, work / 'cut', 'train.max_steps=20', 'train.resume=auto'), work)
     assert torch.equal(final_weights(work / 'whole' / 'final'), final_weights(work / 'cut' / 'final'))
     steps = [json.loads(l)['step'] for l in (work / 'cut' / 'metrics.jsonl').read_text().splitlines()]
-    assert steps == list(range(1, 7))
+    assert steps == list(range(1, 21))
 
 
 @pytest.mark.parametrize('kind', ['mdlm', 'ar'])
