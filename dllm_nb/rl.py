@@ -27,6 +27,7 @@ from .models import DLLM_CONFIG_NAME
 from .modes import MODES, mode_of_model
 from .sampling import encode_prompts, progress_bar
 from .trainer import DeferredInterrupt, Interrupted, lr_factor
+from .train import list_keys
 
 # %% auto 0
 __all__ = ['RL_KEYS', 'group_advantages', 'LossCounts', 'policy_loss', 'through_eos', 'RewardError', 'load_reward', 'call_reward',
@@ -121,7 +122,7 @@ def rollout(policy: nn.Module, tokenizer, rows: list[dict], group_size: int, rew
     comps = [through_eos(r, eos) for r in out.canvas]
     texts = [tokenizer.decode(c, skip_special_tokens=True) for c in comps]
     rewards = torch.tensor([call_reward(reward, p, t, a, spec) for p, t, a in zip(prompts, texts, answers)])
-    correct = torch.tensor([task_reward(task, p, t, a) == 1.0 for p, t, a in zip(prompts, texts, answers)])
+    correct = rewards == 1.0 if spec == 'task' else torch.tensor([task_reward(task, p, t, a) == 1.0 for p, t, a in zip(prompts, texts, answers)])
     return Rollout(prompts, answers, prompt_ids, comps, texts, rewards, correct,
                    group_advantages(rewards, group_size, scale_rewards), list(seeds))
 
@@ -241,9 +242,10 @@ def step(self: RLTrainer, k: int) -> dict:
     valid = torch.arange(L)[None] < torch.tensor([len(c) for c in ro.completion_ids])[:, None]
     g = all_reduce_sum([int(valid.sum()), n])
     counts = LossCounts(g[0], g[1], self.max_new_tokens)
+    whole = lambda m, i: torch.cat([self.logprobs(m, ro, c, i) for c in self.chunks(n)])   # every row, micro-batch by micro-batch
     with torch.no_grad():                                              # the rollout policy's and the reference's estimates
-        old = [torch.cat([self.logprobs(self.policy, ro, c, i) for c in self.chunks(n)]) for i in range(r.inner_steps)] if r.inner_steps > 1 else None
-        ref = [self.reference(lambda m: torch.cat([self.logprobs(m, ro, c, i) for c in self.chunks(n)])) for i in range(r.inner_steps)]
+        old = [whole(self.policy, i) for i in range(r.inner_steps)] if r.inner_steps > 1 else None
+        ref = [self.reference(lambda m: whole(m, i)) for i in range(r.inner_steps)]
     t2, sums, lr = time.perf_counter(), dict(kl=0., clipped=0., tokens=0., loss=0.), self.cfg.train.lr * lr_factor(k, self.cfg.train.warmup_steps, self.cfg.train.max_steps, self.cfg.train.min_lr_ratio)
     for grp in self.optimizer.param_groups: grp['lr'] = lr
     for i in range(r.inner_steps):
@@ -366,10 +368,7 @@ RL_KEYS = ('rl.', 'train.lr', 'train.min_lr_ratio', 'train.warmup_steps', 'train
 
 def rl_keys() -> str:
     "One line per config key RL reads: name, type, default, meaning."
-    from dllm_nb.config import config_help
-    rows = [(k, t, repr(d) if isinstance(d, str) else str(d), note) for k, (t, d, note) in config_help().items() if k.startswith(RL_KEYS)]
-    w = [max(len(r[i]) for r in rows) for i in range(3)]
-    return '\n'.join(f"{k:<{w[0]}}  {t:<{w[1]}}  = {d:<{w[2]}}  {note}".rstrip() for k, t, d, note in rows)
+    return list_keys(RL_KEYS)
 
 def rl_preflight(cfg: Config) -> list[str]:
     "What would fail after the policy loads: the init folder, the task, the reward."

@@ -40,9 +40,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     return ap.parse_intermixed_args(argv)
 
 # %% ../nbs/11_train.ipynb
-def list_keys() -> str:
-    "One line per config key: name, type, default and what it does."
-    rows = [(k, t, repr(d) if isinstance(d, str) else str(d), note) for k, (t, d, note) in config_help().items()]
+def list_keys(prefixes: tuple = ()) -> str:
+    "One line per config key (those starting with one of `prefixes`, if given): name, type, default and what it does."
+    rows = [(k, t, repr(d) if isinstance(d, str) else str(d), note) for k, (t, d, note) in config_help().items()
+            if not prefixes or k.startswith(prefixes)]
     w = [max(len(r[i]) for r in rows) for i in range(3)]
     return '\n'.join(f"{k:<{w[0]}}  {t:<{w[1]}}  = {d:<{w[2]}}  {note}".rstrip() for k, t, d, note in rows)
 
