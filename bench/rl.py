@@ -10,6 +10,12 @@ Three runs of the tiny from-scratch model, each a library command in its own pro
 Then the held-out accuracy of all three on the first `--n` prompts of the task's test split (the task's verifier,
 greedy decoding with the mode's own sampler), the reward curve (`DIR/rl/reward_curve.png`), and the last line
 `rl vs sft-continued (TASK, MODE, seed S): accuracy A vs B at equal CPU (SFT start C)`.
+Beside greedy accuracy, `--sampled-n` prompts are scored with 8 samples each at temperature 1 (the policy RL's
+rollouts see): their mean accuracy and pass@8 (any of the 8 right) show whether a gain is sharpening (sampled accuracy
+up, pass@8 flat) or new skill (pass@8 up).
+Two regimes: by default SFT (and SFT continued) draw solved examples from the whole generated train split, so
+demonstrations are unlimited; `--sft-rows N` gives SFT only N solved examples (the usual RL setting: prompts are
+cheap, worked solutions are not), while RL still draws prompts, without solutions, from the whole split.
 Trained runs are reused unless `--retrain`; `--json FILE` appends the numbers as one line.
 """
 import argparse, json, os, resource, shutil, subprocess, sys, time
@@ -42,7 +48,7 @@ def sft_args(args, out: Path, steps: int, *extra) -> list:
     mode_kw = [f'mdlm.ar_warmup_steps={S // 3}'] if args.mode == 'mdlm' else []
     return ['-m', 'dllm_nb.train', '--config', PRESETS[args.mode], '--eval-n', '0', f'dllm.mode={args.mode}', *mode_kw,
             f'data.dataset=builtin:{args.task}', f'seed={args.seed}', f'output_dir={out}', f'train.max_steps={steps}',
-            'train.eval_every=0', f'train.save_every={steps}', *extra]
+            'train.eval_every=0', f'train.save_every={steps}', *([f'data.train_size={args.sft_rows}'] if args.sft_rows else []), *extra]
 
 
 def stage(name: str, out: Path, args, make) -> float:
@@ -68,6 +74,21 @@ def accuracy(final: Path, task: str, n: int) -> float:
                        sampler=mode_of_model(model).sample, block_size=saved_block_size(final))['accuracy']
 
 
+def sampled(final: Path, task: str, n: int, G: int = 8, temperature: float = 1.0) -> tuple[float, float]:
+    "`(mean accuracy, pass@G)` of `G` samples at `temperature` for each of the first `n` test prompts (the rollout policy RL sees)."
+    from dllm_nb.data import task_examples
+    from dllm_nb.eval import exact_match, saved_canvas
+    from dllm_nb.checkpoint import load_checkpoint, saved_block_size
+    from dllm_nb.modes import mode_of_model
+    model, tok = load_checkpoint(final)
+    rows = [dict(prompt=ex['messages'][0]['content'], answer=ex['answer']) for ex in task_examples(task, 'test', 0)[:n] for _ in range(G)]
+    res = exact_match(model, tok, task, rows=rows, seed=1, batch_size=8 * G, max_new_tokens=saved_canvas(final),
+                      sampler=mode_of_model(model).sample, block_size=saved_block_size(final), temperature=temperature)
+    ok = [s['correct'] for s in res['samples']]
+    groups = [ok[i:i + G] for i in range(0, len(ok), G)]
+    return sum(ok) / len(ok), sum(any(g) for g in groups) / len(groups)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--task', required=True, choices=['countdown', 'sudoku'])
@@ -75,7 +96,12 @@ def main(argv=None):
     ap.add_argument('--seed', type=int, default=0)
     ap.add_argument('--out', required=True, help='folder for the three runs (reused unless --retrain)')
     ap.add_argument('--sft-steps', type=int, default=None, help='SFT budget (default: SFT_STEPS[task])')
+    ap.add_argument('--sft-rows', type=int, default=None,
+                    help='solved examples SFT (and SFT continued) may use (data.train_size; default: the whole train split). '
+                         'RL still draws prompts, without their solutions, from the whole train split')
     ap.add_argument('--n', type=int, default=200, help='held-out test prompts scored')
+    ap.add_argument('--sampled-n', type=int, default=100,
+                    help='test prompts for the sampled accuracy and pass@8 (8 samples each at T=1; 0 = skip)')
     ap.add_argument('--retrain', action='store_true')
     ap.add_argument('--json', default=None, help='append the numbers to this JSON-lines file')
     ap.add_argument('overrides', nargs='*', help='extra key=value overrides of the RL stage (e.g. rl.estimator=coupled)')
@@ -93,15 +119,18 @@ def main(argv=None):
         return run(sft_args(args, out / 'sftc', S + extra, 'train.resume=auto', 'train.resume_strict=false'), out / 'sftc.log')
     sftc_cpu = stage('sft-continued', out / 'sftc', args, continued)
     acc = {k: accuracy(out / k / 'final', args.task, args.n) for k in ('sft', 'rl', 'sftc')}
-    print(f"\n{'run':<15}{'accuracy':>9}{'CPU s':>8}  steps")
-    print(f"{'sft (start)':<15}{acc['sft']:>9.3f}{sft_cpu:>8.0f}  {S}")
-    print(f"{'rl':<15}{acc['rl']:>9.3f}{rl_cpu:>8.0f}  (from sft)")
-    print(f"{'sft-continued':<15}{acc['sftc']:>9.3f}{sftc_cpu:>8.0f}  +{extra}")
+    smp = {k: sampled(out / k / 'final', args.task, args.sampled_n) for k in ('sft', 'rl', 'sftc')} if args.sampled_n else {}
+    cols = f"{'sampled T=1':>12}{'pass@8':>8}" if smp else ''
+    row = lambda k: f"{smp[k][0]:>12.3f}{smp[k][1]:>8.3f}" if smp else ''
+    print(f"\n{'run':<15}{'greedy':>9}{cols}{'CPU s':>8}  steps")
+    print(f"{'sft (start)':<15}{acc['sft']:>9.3f}{row('sft')}{sft_cpu:>8.0f}  {S}" + (f" on {args.sft_rows} solved examples" if args.sft_rows else ''))
+    print(f"{'rl':<15}{acc['rl']:>9.3f}{row('rl')}{rl_cpu:>8.0f}  (from sft)")
+    print(f"{'sft-continued':<15}{acc['sftc']:>9.3f}{row('sftc')}{sftc_cpu:>8.0f}  +{extra}")
     print(f"reward curve: {out / 'rl' / 'reward_curve.png'}")
     if args.json:
         with open(args.json, 'a') as f:
             f.write(json.dumps(dict(task=args.task, mode=args.mode, seed=args.seed, sft=acc['sft'], rl=acc['rl'], sftc=acc['sftc'],
-                                    sft_cpu=sft_cpu, rl_cpu=rl_cpu, sftc_cpu=sftc_cpu, sft_steps=S, sftc_steps=extra,
+                                    sft_cpu=sft_cpu, rl_cpu=rl_cpu, sftc_cpu=sftc_cpu, sft_steps=S, sftc_steps=extra, sft_rows=args.sft_rows, sampled={k: list(v) for k, v in smp.items()},
                                     overrides=args.overrides)) + '\n')
     print(f"rl vs sft-continued ({args.task}, {args.mode}, seed {args.seed}): accuracy {acc['rl']:.3f} vs {acc['sftc']:.3f} "
           f"at equal CPU (SFT start {acc['sft']:.3f})")

@@ -110,7 +110,7 @@ class TrainConfig:
 class RLConfig:
     init: Optional[str] = None              # the policy RL starts from: a dllm_nb final/ (or ckpt-NNNNNNN/) folder (`python -m dllm_nb.rl`)
     task: str = 'countdown'                 # built-in task: prompts from its train split, rewards from its verifier, accuracy on its test split
-    reward: str = 'task'                    # 'task' (the task's verifier) or 'package.module:function' taking (prompt, completion) -> float
+    reward: str = 'task'                    # 'task' (the task's 0/1 verifier), 'shaped' (d1's partial credit, 01a_tasks) or 'package.module:function' taking (prompt, completion) -> float
     group_size: int = 8                     # G: completions sampled per prompt; advantages are normalised within each group
     prompts_per_step: int = 8               # prompts per rollout batch, over all ranks (each rank takes whole groups)
     inner_steps: int = 1                    # mu: optimizer updates per rollout batch, each with its own likelihood-mask seed
@@ -424,7 +424,7 @@ def _rl_problems(r: RLConfig) -> list[str]:
     if r.beta < 0: p.append(f"rl.beta={r.beta} must be >= 0")
     if r.temperature <= 0: p.append(f"rl.temperature={r.temperature} must be > 0: a group of identical greedy completions carries no signal")
     if not 0 <= r.prompt_mask_p < 1: p.append(f"rl.prompt_mask_p={r.prompt_mask_p} must be in [0, 1)")
-    if r.reward != 'task' and r.reward.count(':') != 1: p.append(f"rl.reward={r.reward!r}: use 'task' or 'package.module:function'")
+    if r.reward not in ('task', 'shaped') and r.reward.count(':') != 1: p.append(f"rl.reward={r.reward!r}: use 'task', 'shaped' or 'package.module:function'")
     return p
 
 # %% ../nbs/09a_config.ipynb

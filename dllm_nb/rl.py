@@ -19,6 +19,7 @@ from .checkpoint import (finite_checkpoints, load_checkpoint, preflight, resume_
 from .config import Config, config_to_dict, load_config, save_config
 from .core import ConfigError, splitmix64
 from .data import TASKS, task_examples, task_reward
+from .tasks import SHAPED_REWARDS
 from .distributed import all_reduce_sum, is_dist
 from .eval import exact_match
 from .generate import step_options
@@ -80,8 +81,11 @@ class RewardError(RuntimeError):
     "A reward function that cannot be used, or that failed on a completion (the message names the prompt and the completion)."
 
 def load_reward(spec: str, task: str) -> Callable[[str, str, Optional[str]], float]:
-    "`(prompt, completion, answer) -> float`: the task's verifier (`'task'`) or a user's `package.module:function(prompt, completion)`."
+    "`(prompt, completion, answer) -> float`: the task's verifier (`'task'`), its partial credit (`'shaped'`) or a user's `package.module:function(prompt, completion)`."
     if spec == 'task': return lambda prompt, completion, answer=None: task_reward(task, prompt, completion, answer)
+    if spec == 'shaped':
+        if task not in SHAPED_REWARDS: raise RewardError(f"rl.reward='shaped': task {task!r} has no shaped reward; shaped tasks: {', '.join(SHAPED_REWARDS)}")
+        return lambda prompt, completion, answer=None: SHAPED_REWARDS[task](prompt, completion)
     mod, _, name = spec.partition(':')
     try: fn = getattr(importlib.import_module(mod), name)
     except (ImportError, AttributeError) as e:

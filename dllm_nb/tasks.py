@@ -9,9 +9,9 @@ from fractions import Fraction
 from pathlib import Path
 
 # %% auto 0
-__all__ = ['TASK_FILES', 'countdown_prompt', 'countdown_problem', 'parse_arithmetic', 'countdown_numbers', 'countdown_reward',
-           'sudoku_grid', 'sudoku_prompt', 'sudoku_problem', 'sudoku_puzzle', 'sudoku_reward', 'TaskFileError',
-           'read_task_file']
+__all__ = ['SHAPED_REWARDS', 'TASK_FILES', 'countdown_prompt', 'countdown_problem', 'parse_arithmetic', 'countdown_numbers',
+           'countdown_reward', 'sudoku_grid', 'sudoku_prompt', 'sudoku_problem', 'sudoku_puzzle', 'sudoku_reward',
+           'sudoku_solution', 'sudoku_cell_reward', 'countdown_shaped_reward', 'TaskFileError', 'read_task_file']
 
 # %% ../nbs/01a_tasks.ipynb
 def _apply(op: str, a: int, b: int) -> int | None:
@@ -157,6 +157,39 @@ def sudoku_reward(prompt: str, completion: str) -> float:
     g = [int(ch) for ch in m.group(1) if ch.isdigit()]
     if len(g) != 16 or not _valid_grid(g): return 0.0
     return float(all(p in (0, d) for p, d in zip(puzzle, g)))
+
+# %% ../nbs/01a_tasks.ipynb
+def sudoku_solution(puzzle: list[int]) -> list[int] | None:
+    "The first completion of `puzzle` (16 ints, 0 = blank) in cell order, or None if it has none."
+    if 0 not in puzzle: return list(puzzle) if _valid_grid(puzzle) else None
+    i = puzzle.index(0); r, c = divmod(i, 4)
+    seen = {puzzle[r * 4 + k] for k in range(4)} | {puzzle[k * 4 + c] for k in range(4)}
+    seen |= {puzzle[(r // 2 * 2 + dr) * 4 + c // 2 * 2 + dc] for dr in (0, 1) for dc in (0, 1)}
+    for d in sorted(set(range(1, 5)) - seen):
+        if (s := sudoku_solution(puzzle[:i] + [d] + puzzle[i + 1:])) is not None: return s
+    return None
+
+def sudoku_cell_reward(prompt: str, completion: str) -> float:
+    "d1's partial credit: 1.0 for a solved grid, else the fraction of the prompt's blanks filled with its solution (0.0 if no 16-digit grid)."
+    if sudoku_reward(prompt, completion) == 1.0: return 1.0
+    puzzle, m = sudoku_puzzle(prompt), _ANSWER.search(completion)
+    g = [int(ch) for ch in m.group(1) if ch.isdigit()] if m else []
+    sol = sudoku_solution(puzzle)
+    if len(g) != 16 or sol is None or any(p not in (0, d) for p, d in zip(puzzle, g)): return 0.0
+    blanks = [i for i, p in enumerate(puzzle) if p == 0]
+    return sum(g[i] == sol[i] for i in blanks) / len(blanks)
+
+def countdown_shaped_reward(prompt: str, completion: str) -> float:
+    "d1's shaping: 1.0 for a right expression, 0.1 for one that uses each number exactly once but misses the target, else 0.0."
+    if countdown_reward(prompt, completion) == 1.0: return 1.0
+    numbers, _ = countdown_numbers(prompt)
+    m = _ANSWER.search(completion)
+    if m is None: return 0.0
+    try: _, used = parse_arithmetic(m.group(1).strip().rstrip('.'))
+    except ValueError: return 0.0
+    return 0.1 if sorted(used) == sorted(numbers) else 0.0
+
+SHAPED_REWARDS = {'countdown': countdown_shaped_reward, 'sudoku': sudoku_cell_reward}   # rl.reward=shaped
 
 # %% ../nbs/01a_tasks.ipynb
 class TaskFileError(ValueError):

@@ -119,3 +119,28 @@ def test_bad_task_file_is_one_line(work, task, text, says, capsys):
     assert main(['--checkpoint', str(work / 'missing'), '--task', task, '--data', str(f)]) == 2
     err = capsys.readouterr().err
     assert says in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_lora_reference_is_the_base_model_without_a_copy():
+    "With `model.lora` and beta > 0 the KL reference is the policy with its adapters off: the base model's log-probs, no second copy."
+    from dllm_nb.data import load_tokenizer
+    from dllm_nb.lora import add_lora
+    from dllm_nb.models import BlockDiffusionLM, build_backbone, tiny_config
+    from dllm_nb.modes import mode_of_model
+    from dllm_nb.rl import Reference
+    tok = load_tokenizer(); torch.manual_seed(0)
+    policy = BlockDiffusionLM(build_backbone(tiny_config(vocab_size=len(tok), hidden_size=32)), block_size=4).eval()
+    prompts, comps = [[5, 6, 7], [8, 9]], [[10, 11, 12, 13, 14], [15, 16]]
+    lp = lambda m: mode_of_model(policy).completion_logprobs(m, prompts, comps, seeds=[1, 2], tokenizer=tok, block_size=4)
+    with torch.no_grad(): base = lp(policy)
+    add_lora(policy, rank=4)
+    with torch.no_grad():
+        for n, p in policy.named_parameters():
+            if 'lora_B' in n: p.normal_(0, 0.5)                       # adapters that change the outputs
+        moved = lp(policy)
+    assert (moved - base).abs().max() > 1e-3                          # the adapters matter
+    ref = Reference(policy, beta=0.1)
+    assert ref.model is None and ref.lora                             # no copy held
+    torch.testing.assert_close(ref(lp), base, atol=1e-5, rtol=0)      # the base model's log-probs
+    with torch.no_grad(): torch.testing.assert_close(lp(policy), moved)   # adapters back on afterwards
+    assert all(p.requires_grad == ('lora_' in n) for n, p in policy.backbone.named_parameters())
