@@ -17,7 +17,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = ('addition', 'reverse')          # the built-in generation tasks the tables score
-CLOCKS = dict(process=time.process_time, wall=time.perf_counter)
 
 
 def check_checkout() -> None:
