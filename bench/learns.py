@@ -25,13 +25,11 @@ one line per run.
 """
 import argparse, json, statistics, time
 
-import torch
-
+from common import TASKS, one_thread
 from dllm_nb.config import load_config
 from dllm_nb.eval import exact_match, sampler_settings
 from dllm_nb.trainer import Trainer
 
-TASKS = ('addition', 'reverse')
 MODES = ('mdlm', 'hybrid', 'block_diffusion', 'idlm', 'autoregressive')
 # each mode's own preset (None = the embedded default) and step count (None = the preset's), as the README quotes them
 PRESETS = dict(mdlm=('configs/mdlm_cpu.yaml', None), hybrid=('configs/hybrid_cpu.yaml', None), block_diffusion=(None, None),
@@ -114,7 +112,7 @@ def main():
                     help='comma-separated subset, e.g. block_diffusion (with block_diffusion.scored_blocks=one for the reference)')
     ap.add_argument('overrides', nargs='*')
     args = ap.parse_args()
-    torch.set_num_threads(1)            # one thread per process (seconds are process CPU time)
+    one_thread()                        # one thread per process (seconds are process CPU time)
     extra = list(args.overrides) + ([f'train.max_steps={args.max_steps}'] if args.max_steps else [])
     modes = args.modes.split(',')
     for mode in modes:

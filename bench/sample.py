@@ -25,30 +25,18 @@ best of `--repeats` runs, taken round robin (every sampler once, then again), so
 machine hits every sampler alike. `--base-model` adds a row: HF `generate` on the pretrained causal LM the
 checkpoint was fine-tuned from (e.g. the SmolLM2 GGUF), same prompts and tokenizer. The last line names the fastest dLLM sampler whose exact match is within 0.02 of the schedule's.
 """
-import argparse, random, time
+import argparse, random
 
 import torch
 from transformers.utils import logging as hf_logging
 
+from common import best_of, one_thread, run_samplers
 from dllm_nb.data import builtin_examples
-from dllm_nb.eval import score_completion
 from dllm_nb.ar import generate_autoregressive_cached
-from dllm_nb.mdlm import generate_mdlm_cached
+from dllm_nb.mdlm import generate_mdlm, generate_mdlm_cached
 from dllm_nb.block_diffusion import generate_block_diffusion
 from dllm_nb.checkpoint import load_checkpoint, saved_block_size
-from dllm_nb.mdlm import generate_mdlm
-from dllm_nb.sampling import encode_prompts
 from dllm_nb.models import BlockDiffusionLM, MaskedDiffusionLM, build_backbone, count_backbone_calls, tiny_config
-
-
-CLOCK = time.process_time
-
-
-def best_time(fn, repeats):
-    out, ts = None, []
-    for _ in range(repeats):
-        t0 = CLOCK(); out = fn(); ts.append(CLOCK() - t0)
-    return min(ts), out
 
 
 def cache_table(args):
@@ -63,8 +51,8 @@ def cache_table(args):
     print(f"{'blocks':>6} {'cached tok/s':>13} {'re-encode tok/s':>16} {'speed-up':>9} {'backbone calls':>15} {'same tokens':>12}")
     for n_blocks in (4, 16):
         kw = dict(max_blocks=n_blocks, block_size=4, steps_per_block=4, seeds=0)
-        tc, oc = best_time(lambda: generate_block_diffusion(bd, prompts, **kw), args.cache_repeats)
-        tr, orf = best_time(lambda: generate_block_diffusion(bd, prompts, **kw, use_cache=False), args.cache_repeats)
+        tc, oc = best_of(lambda: generate_block_diffusion(bd, prompts, **kw), args.cache_repeats, args.clock)
+        tr, orf = best_of(lambda: generate_block_diffusion(bd, prompts, **kw, use_cache=False), args.cache_repeats, args.clock)
         calls = []
         for use_cache in (True, False):
             with count_backbone_calls(bd.backbone) as c: generate_block_diffusion(bd, prompts, **kw, use_cache=use_cache)
@@ -72,32 +60,6 @@ def cache_table(args):
         n_tok = oc.canvas.numel()
         print(f'{n_blocks:>6} {n_tok / tc:>13.0f} {n_tok / tr:>16.0f} {tr / tc:>8.2f}x {calls[0]:>6} vs {calls[1]:>4} '
               f'{str(torch.equal(oc.canvas, orf.canvas)):>12}')
-
-
-def n_generated(out, eos):
-    "Tokens a user gets per row: the completion plus its EOS when one was written."
-    return sum(len(s) + int(eos is not None and eos in r.tolist()) for s, r in zip(out.sequences, out.canvas))
-
-
-def run_samplers(samplers, tok, examples, bs, max_new, repeats):
-    "Per sampler: best time, backbone calls, generated tokens, exact match, completions, over all examples in batches of `bs`."
-    prompts = encode_prompts([ex['messages'][0]['content'] for ex in examples], tok)
-    def once(sampler, backbone):
-        seqs, n_tok = [], 0
-        with count_backbone_calls(backbone) as c:
-            for s in range(0, len(prompts), bs):
-                out = sampler(prompts[s:s + bs], max_new, list(range(s, min(s + bs, len(prompts)))))
-                seqs += out.sequences; n_tok += n_generated(out, tok.eos_token_id)
-        return seqs, len(c), n_tok
-    res = {name: dict(t=float('inf')) for name in samplers}
-    for _ in range(repeats):                    # round robin: a burst of load on the shared CPU hits every sampler alike
-        for name, (fn, backbone) in samplers.items():
-            t0 = CLOCK(); seqs, calls, n_tok = once(fn, backbone); t = CLOCK() - t0
-            res[name].update(t=min(t, res[name]['t']), calls=calls, tokens=n_tok, seqs=seqs)
-    for r in res.values():
-        r['exact'] = sum(score_completion(ex['task'], tok.decode(s, skip_special_tokens=True), ex['answer'])
-                         for ex, s in zip(examples, r['seqs'])) / len(examples)
-    return res
 
 
 def block_samplers(model, tok, block_size, thresholds):
@@ -150,7 +112,7 @@ def model_table(path, args):
     print(f"{'sampler':<40} {'batch':>5} {'tokens/s':>9} {'calls/token':>12} {'exact':>6} {'agree':>6} {'vs AR':>6}")
     cands = []
     for bs in args.batch_sizes:
-        res = run_samplers(samplers, tok, examples, bs, max_new, args.repeats)
+        res = run_samplers(samplers, tok, examples, bs, max_new, args.repeats, args.clock)
         base, ar = res[names[ref]], (res[names[0]] if ref == 1 else None)
         for name, r in res.items():
             r['tps'] = r['tokens'] / r['t']
@@ -183,9 +145,7 @@ def main():
     ap.add_argument('--hidden', type=int, default=128); ap.add_argument('--layers', type=int, default=4)
     ap.add_argument('--prompt-len', type=int, default=16)
     args = ap.parse_args()
-    global CLOCK
-    CLOCK = time.process_time if args.clock == 'process' else time.perf_counter
-    torch.set_num_threads(args.threads); hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar()
+    one_thread(args.threads); hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar()
     random.seed(0)
     if not args.no_cache_table: cache_table(args)
     if args.cache_only: return

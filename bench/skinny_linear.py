@@ -9,19 +9,14 @@ T: a causal LM (.gguf file or HF folder; default: the SmolLM2-135M-Instruct GGUF
    tokens/s of both, alternating prompt by prompt, and whether the two produce the same tokens.
 Last line: `skinny linears on <target>: X.XXx tokens/s (greedy generate, batch 1), same tokens: True`.
 """
-import argparse, statistics, sys, time
+import argparse, statistics
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dllm_nb.dflash import load_target, read_prompts, target_greedy  # noqa: E402
-from dllm_nb.sampling import KVBuffer, encode_prompts, skinny_linears  # noqa: E402
-from real_model import default_gguf  # noqa: E402
-
-
-def cpu_ms(fn) -> float:
-    tic = time.process_time(); fn(); return 1000 * (time.process_time() - tic)
+from common import default_gguf, one_thread, timed
+from dllm_nb.dflash import load_target, read_prompts, target_greedy
+from dllm_nb.sampling import KVBuffer, encode_prompts, skinny_linears
 
 
 @torch.no_grad()
@@ -42,8 +37,9 @@ def pass_costs(model, batch: int, widths, context: int, reps: int) -> dict:
                 step = lambda: model(input_ids=x, attention_mask=torch.ones(batch, context + w, dtype=torch.long),
                                      position_ids=(context + torch.arange(w)).expand(batch, -1), cache=cache, use_cache=True)
                 if path == 'skinny':
-                    with skinny_linears(model): times.setdefault((path, w), []).append(cpu_ms(step))
-                else: times.setdefault((path, w), []).append(cpu_ms(step))
+                    with skinny_linears(model): _, _, c = timed(step)
+                else: _, _, c = timed(step)
+                times.setdefault((path, w), []).append(1000 * c)
     return {k: statistics.median(v) for k, v in times.items()}
 
 
@@ -57,7 +53,7 @@ def main():
     ap.add_argument('--n', type=int, default=16, help='held-out prompts for the generate comparison (0: skip it)')
     ap.add_argument('--max-new-tokens', type=int, default=64)
     args = ap.parse_args()
-    torch.set_num_threads(1)
+    one_thread()
     target = args.target or default_gguf()
     from dllm_nb.data import load_tokenizer
     model, tok = load_target(target).eval(), load_tokenizer(target)
@@ -74,11 +70,12 @@ def main():
     t = {'stock': 0.0, 'skinny': 0.0}; out = {'stock': [], 'skinny': []}; n = {'stock': 0, 'skinny': 0}
     for i, p in enumerate(ids):
         for path in (('stock', 'skinny') if i % 2 else ('skinny', 'stock')):
-            tic = time.process_time()
-            if path == 'skinny':
-                with skinny_linears(model): r = target_greedy(model, [p], N, eos)
-            else: r = target_greedy(model, [p], N, eos)
-            t[path] += time.process_time() - tic; out[path] += r; n[path] += len(r[0])
+            def greedy():
+                if path == 'skinny':
+                    with skinny_linears(model): return target_greedy(model, [p], N, eos)
+                return target_greedy(model, [p], N, eos)
+            r, _, c = timed(greedy)
+            t[path] += c; out[path] += r; n[path] += len(r[0])
     same = out['stock'] == out['skinny']
     print(f"greedy generate, {len(ids)} held-out prompts, batch 1, max_new_tokens {N}: stock {n['stock'] / t['stock']:.1f} "
           f"tokens/s, skinny {n['skinny'] / t['skinny']:.1f} tokens/s; same tokens: {same}")

@@ -24,17 +24,14 @@ Prints the mean acceptance length tau (tokens per target verification call), its
 `identical: True/False` (every prompt token-identical to the target's greedy output) as the final line.
 Existing `OUT/target` / `OUT/drafter/final` are reused; delete them to retrain. Extra `key=value` args go to the drafter run.
 """
-import argparse, collections, contextlib, sys, time
+import argparse, collections, contextlib, time
 from pathlib import Path
 
-import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dllm_nb.data import task_examples  # noqa: E402
-from dllm_nb.dflash import DFlashDrafter, draft_block, load_drafter, speculative_generate, target_greedy, target_id  # noqa: E402
-from dllm_nb.cli import at_least, at_least_float, off_or_at_least  # noqa: E402
-from dllm_nb.sampling import encode_prompts  # noqa: E402
-from dllm_nb.sampling import skinny_linears  # noqa: E402
+from common import one_thread, timed
+from dllm_nb.data import task_examples
+from dllm_nb.dflash import DFlashDrafter, draft_block, load_drafter, speculative_generate, target_greedy, target_id
+from dllm_nb.cli import at_least, at_least_float, off_or_at_least
+from dllm_nb.sampling import encode_prompts, skinny_linears
 
 
 def train_target(out: Path, steps: int):
@@ -53,19 +50,11 @@ def train_drafter(out: Path, steps: int, block_size: int, extra: list[str]):
     if rc: raise SystemExit(f'drafter training failed (exit {rc})')
 
 
-def timed(fn):
-    tic = time.perf_counter(); res = fn(); return res, time.perf_counter() - tic
-
-
-def cpu_timed(fn):
-    tic = time.process_time(); res = fn(); return res, time.process_time() - tic
-
-
 def bench_real(args):
     "The real-target bench (see the module docstring)."
     from dllm_nb.data import load_tokenizer
     from dllm_nb.dflash import read_prompts
-    torch.set_num_threads(1)
+    one_thread()
     target_path = target_id(args.target)                 # as drafters record it
     tok = load_tokenizer(args.target)
     drafter = load_drafter(args.drafter)                  # a DFlashDrafter or a NextTokenHead (one draft per call)
@@ -97,21 +86,24 @@ def _bench_real(args, tok, drafter, target, prompts, ids, eos, N, corpus):
     res, t_draft = {}, [0.0]
     def timed_draft(*a):                                  # the profile's split: drafter vs target verification
         propose = getattr(type(drafter), 'propose', draft_block)
-        out, dt = cpu_timed(lambda: propose(*a, min_confidence=args.min_confidence)); t_draft[0] += dt; return out
+        out, _, dt = timed(lambda: propose(*a, min_confidence=args.min_confidence)); t_draft[0] += dt; return out
     def target_batch(rows):                               # the target's own greedy decoding of a batch: (rows, CPU s)
-        if len(rows) == 1: return cpu_timed(lambda: target_greedy(target, rows, N, eos))
+        if len(rows) == 1:
+            g, _, dt = timed(lambda: target_greedy(target, rows, N, eos)); return g, dt
         x, am = _left(rows)
-        out, dt = cpu_timed(lambda: target.generate(x, attention_mask=am, max_new_tokens=N, do_sample=False,
-                                                     eos_token_id=eos, pad_token_id=eos))
+        out, _, dt = timed(lambda: target.generate(x, attention_mask=am, max_new_tokens=N, do_sample=False,
+                                                eos_token_id=eos, pad_token_id=eos))
         return [_cut(r, eos) for r in out[:, x.shape[1]:].tolist()], dt
     ref = None if 1 in args.batch_sizes else target_greedy(target, ids, N, eos)   # batch-1 greedy: what every run must equal
     for B in sorted(args.batch_sizes):
         t_ar = n_ar = t_sp = 0
         seqs, acc, t_draft[0], greedy = [], [], 0, []
         for i, s in enumerate(range(0, len(ids), B)):     # alternate, so a slower or faster spell of the machine hits both
-            spec = lambda: cpu_timed(lambda: speculative_generate(drafter, ids[s:s + B], N, eos, draft_fn=timed_draft,
-                                                                  lookup=args.lookup, max_draft=args.max_draft,
-                                                                  corpus=corpus, use_drafter=not args.no_drafter))
+            def spec():                                   # (output, CPU s)
+                sp, _, dt = timed(lambda: speculative_generate(drafter, ids[s:s + B], N, eos, draft_fn=timed_draft,
+                                                               lookup=args.lookup, max_draft=args.max_draft,
+                                                               corpus=corpus, use_drafter=not args.no_drafter))
+                return sp, dt
             if i % 2: (sp, dt), (g, dg) = spec(), target_batch(ids[s:s + B])
             else: (g, dg), (sp, dt) = target_batch(ids[s:s + B]), spec()
             t_sp += dt; seqs += sp.sequences; acc += sp.accept_lengths
@@ -185,12 +177,12 @@ def main():
     prompts = [ex['messages'][0]['content'] for t in ('addition', 'reverse') for ex in task_examples(t, 'test')[:args.n]]
     ids = encode_prompts(prompts, tok)
     eos, N = tok.eos_token_id, args.max_new_tokens
-    torch.set_num_threads(1)
+    one_thread()
     target_greedy(target, ids[:1], N, eos); speculative_generate(drafter, ids[:1], N, eos)      # warm-up
     t_ar = t_sp = n_ar = n_sp = 0; acc, same = [], []
     for p in ids:
-        ref, dt = timed(lambda: target_greedy(target, [p], N, eos)); t_ar += dt; n_ar += len(ref[0])
-        sp, dt = timed(lambda: speculative_generate(drafter, [p], N, eos)); t_sp += dt; n_sp += len(sp.sequences[0])
+        ref, dt, _ = timed(lambda: target_greedy(target, [p], N, eos)); t_ar += dt; n_ar += len(ref[0])
+        sp, dt, _ = timed(lambda: speculative_generate(drafter, [p], N, eos)); t_sp += dt; n_sp += len(sp.sequences[0])
         acc += sp.accept_lengths; same.append(sp.sequences == ref)
     tau = sum(acc) / len(acc)
     hist = collections.Counter(acc)

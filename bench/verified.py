@@ -18,15 +18,10 @@ two on the SAME weights, which separates the two things that set the speed-up:
 The last line: `verified vs HF generate on the same weights: X.XXx tokens/s at batch 1 (dtype), ...`.
 """
 import argparse, statistics, sys, time
-from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / 'bench'))
-from sample import CLOCK, run_samplers     # noqa: E402  (the timing bench/adapt.py uses)
-
-TASKS = ('addition', 'reverse')
+from common import ROOT, heldout_examples, one_thread, run_samplers, timed
 
 
 def teacher_forced_drafts(model, prompts, greedy, seeds):
@@ -90,14 +85,14 @@ def call_costs(model, prompt, batch, reps):
         ctx.verify(torch.randint(V, (batch, b)))
         for _ in range(reps):
             for r in range(batch): ctx.pending[r] = list(range(100, 100 + nc))
-            t0 = CLOCK(); ctx.verify(torch.randint(V, (batch, b))); ts.append(CLOCK() - t0)
+            ts.append(timed(lambda: ctx.verify(torch.randint(V, (batch, b))))[2])
         return statistics.median(ts) * 1e3
     def ar():
         cache, ts = DynamicCache(), []
         out = bb(input_ids=torch.tensor(ps), past_key_values=cache, use_cache=True)
         nxt = out.logits[:, -1:].argmax(-1)
         for _ in range(reps):
-            t0 = CLOCK(); out = bb(input_ids=nxt, past_key_values=cache, use_cache=True, logits_to_keep=1); ts.append(CLOCK() - t0)
+            out, _, c = timed(lambda: bb(input_ids=nxt, past_key_values=cache, use_cache=True, logits_to_keep=1)); ts.append(c)
             nxt = out.logits[:, -1:].argmax(-1)
         return statistics.median(ts) * 1e3
     with torch.no_grad():
@@ -115,19 +110,18 @@ def main():
     ap.add_argument('--repeats', type=int, default=2, help='timing rounds (round robin, best kept)')
     ap.add_argument('--max-new-tokens', type=int, default=48)
     args = ap.parse_args()
-    torch.set_num_threads(1)
+    one_thread()
     from transformers.utils import logging as hf_logging
     hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar()
     from dllm_nb.ar import generate_autoregressive_cached
     from dllm_nb.block_speculative import generate_block_speculative
-    from dllm_nb.data import builtin_examples
     from dllm_nb.checkpoint import load_checkpoint
     from dllm_nb.sampling import encode_prompts
     model, tok = load_checkpoint(args.checkpoint, 'cpu')
     if not getattr(model, 'shift_logits', False):
         sys.exit(f'{args.checkpoint}: not a block-diffusion model trained with block_diffusion.shift_logits=true; '
                  'the verified sampler needs one (configs/smollm2_adapt.yaml trains it)')
-    examples = [dict(ex, task=t) for t in TASKS for ex in builtin_examples(t, 'test')[:args.n]]
+    examples = heldout_examples(args.n)
     prompts = encode_prompts([ex['messages'][0]['content'] for ex in examples], tok)
     b, max_new = model.block_size, args.max_new_tokens
     print(f'## {args.checkpoint}: block size {b}, {args.n} test prompts per task, max_new_tokens {max_new}, 1 thread, process CPU time')

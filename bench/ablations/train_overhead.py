@@ -1,6 +1,6 @@
 """Overhead of the dLLM recipe: full train step vs the model's forward/backward alone, and 1 vs 2 processes.
 
-    python bench/train_overhead.py [--steps 20] [--no-dist]
+    python -m bench.ablations.train_overhead [--steps 20] [--no-dist]
 
 Part 1 (one process): for mdlm and block_diffusion, steps/s of the whole `train_step` (collate -> corrupt ->
 denominators -> forward/backward -> clip -> AdamW) vs the same strategy's forward/backward alone on an already
@@ -11,9 +11,8 @@ processes (gloo, FSDP2, one thread each), from the run's own per-step timings.
 import argparse, json, os, subprocess, sys, tempfile, time
 from pathlib import Path
 os.environ.setdefault('HF_HUB_OFFLINE', '1'); os.environ.setdefault('HF_DATASETS_OFFLINE', '1')
-import torch
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench.common import ROOT, one_thread
 
 
 def part1(steps):
@@ -55,6 +54,6 @@ def part2(steps):
 
 if __name__ == '__main__':
     ap = argparse.ArgumentParser(); ap.add_argument('--steps', type=int, default=20); ap.add_argument('--no-dist', action='store_true')
-    a = ap.parse_args(); torch.set_num_threads(1)
+    a = ap.parse_args(); one_thread()
     part1(a.steps)
     if not a.no_dist: part2(a.steps)

@@ -1,6 +1,6 @@
 """Step time of the trainer with `data.num_workers` = 0, 1, 2 (collation on the loop's thread vs in worker processes).
 
-    python bench/loader.py [--steps 30] [--workers 0 1 2] [--rounds 2] [--mode mdlm]
+    python -m bench.ablations.loader [--steps 30] [--workers 0 1 2] [--rounds 2] [--mode mdlm]
 
 A small CPU run (one thread per process): the trainer's own per-step timings (`tokens_per_step / tps` of every
 logged step, from the end of one step to the end of the next, so it includes waiting for the loader), first 3 steps

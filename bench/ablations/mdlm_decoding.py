@@ -1,8 +1,8 @@
 """One saved mdlm model under several samplers, with the addition errors broken down by kind (tutorials/why, section 5).
 
-    SPECS=ar,b1,b4 python bench/mdlm_decoding.py STATE.pt N [key=value ...]   (the overrides the model was trained with)
+    SPECS=ar,b1,b4 python -m bench.ablations.mdlm_decoding STATE.pt N [key=value ...]   (the overrides the model was trained with)
 
-STATE.pt comes from bench/mdlm_train_save.py. Specs: `ar` = greedy decoding with the backbone's causal pass
+STATE.pt comes from bench/ablations/mdlm_train_save.py. Specs: `ar` = greedy decoding with the backbone's causal pass
 (`causal=True`: what the AR warm-up trained); `bK` = the MDLM sampler (`dllm_nb.eval.sampler_settings`: fixed
 `dllm.max_new_tokens` canvas, EOS stop, one token per step, low-confidence remasking, greedy) with blocks of K;
 `b4_random` = random remasking; `b4_s2` = two tokens per step. Default: all of them. Per spec: test exact match on

@@ -1,5 +1,5 @@
 """The likelihood estimators of RL side by side (not a timed test):
-`python bench/rl_estimators.py --init RUN/final [--task sudoku] [--rows 64] [--draws 8]`.
+`python -m bench.ablations.rl_estimators --init RUN/final [--task sudoku] [--rows 64] [--draws 8]`.
 
 On one rollout batch of the policy in `--init` (`--rows` completions sampled at temperature 1 from the task's train
 prompts, 8 per prompt), for each estimator (`mean_field`, `coupled`, `mc_elbo` with 2 masks):

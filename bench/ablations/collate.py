@@ -1,6 +1,6 @@
 """Throughput of `DLLMCollator` vs `transformers.DataCollatorWithPadding` (a benchmark, not a test).
 
-    python bench/collate.py [--n 10000] [--batch-size 32] [--repeats 3]
+    python -m bench.ablations.collate [--n 10000] [--batch-size 32] [--repeats 3]
 
 Both collate the same deterministic 10k tokenized examples (prompt 10-120 tokens, response 5-250 tokens, random ids
 in a 64-token vocabulary) in batches of 32, from Python lists (what a `datasets` map without a tensor format yields).
@@ -8,12 +8,12 @@ in a 64-token vocabulary) in batches of 32, from Python lists (what a `datasets`
 `input_ids` + `loss_mask` + `attention_mask` and does more: block fill, loss mask, and in response-window mode the
 single-turn guard. Each number is the best of `--repeats` passes over all examples, single-threaded torch.
 """
-import argparse, random, time
+import argparse, random
 
-import torch
 from tokenizers import Tokenizer, models
 from transformers import DataCollatorWithPadding, PreTrainedTokenizerFast
 
+from bench.common import best_of, one_thread
 from dllm_nb.collate import DLLMCollator
 
 VOCAB = 64
@@ -39,12 +39,9 @@ def make_examples(n: int, seed: int = 0) -> list[dict]:
 
 def samples_per_s(collate, examples: list[dict], bs: int, repeats: int) -> float:
     "Best-of-`repeats` throughput of `collate` over all of `examples` in batches of `bs`."
-    best = float('inf')
-    for _ in range(repeats):
-        t0 = time.perf_counter()
+    def once():
         for i in range(0, len(examples), bs): collate(examples[i:i + bs])
-        best = min(best, time.perf_counter() - t0)
-    return len(examples) / best
+    return len(examples) / best_of(once, repeats, 'wall')[0]
 
 
 def main():
@@ -53,7 +50,7 @@ def main():
     ap.add_argument('--batch-size', type=int, default=32)
     ap.add_argument('--repeats', type=int, default=3)
     args = ap.parse_args()
-    torch.set_num_threads(1)
+    one_thread()
     tok, examples = tiny_tokenizer(), make_examples(args.n)
     hf_examples = [dict(input_ids=e['input_ids'], attention_mask=e['attention_mask']) for e in examples]
     n_tok = sum(len(e['input_ids']) for e in examples)

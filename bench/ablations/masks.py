@@ -1,4 +1,4 @@
-"""Benchmark of the block-diffusion mask builders (not a timed test): `python bench/masks.py [--step-batch 4]`.
+"""Benchmark of the block-diffusion mask builders (not a timed test): `python -m bench.ablations.masks [--step-batch 4]`.
 
 1. batched (vectorised) builder vs the reference loop (per-example builds copied into a padded mask), B=32,
    enc_len=1024, response lengths U[64, 512] (seeded), block 32;
@@ -14,10 +14,11 @@
    of 3), and the transient peak while building (VmHWM growth, one child process per row, glibc told to mmap large
    blocks so freed memory leaves the process).
 """
-import argparse, json, os, re, subprocess, sys, time, warnings
+import argparse, json, os, re, subprocess, sys, warnings
 
 import torch
 
+from bench.common import ROOT, repeat, timed
 from dllm_nb.masks import (block_diffusion_block_mask, build_batched_block_mask, build_encoder_mask,
                            stack_example_masks)
 
@@ -29,13 +30,9 @@ CPU = {}
 def timeit(fn, n=5, warmup=1):
     """Best wall time (s) of `fn()` over `n` runs after `warmup` runs (the minimum: the machine is shared and noisy).
     The best process CPU time (all threads) is kept in `CPU['last']`."""
-    for _ in range(warmup): fn()
-    ts, cs = [], []
-    for _ in range(n):
-        t0, c0 = time.perf_counter(), time.process_time(); fn()
-        ts.append(time.perf_counter() - t0); cs.append(time.process_time() - c0)
-    CPU['last'] = min(cs)
-    return min(ts)
+    wall, cpu, _ = repeat(fn, n, warmup)
+    CPU['last'] = min(cpu)
+    return min(wall)
 
 
 def ms(t): return f"{t * 1e3:8.2f} ms wall {CPU['last'] * 1e3:8.2f} ms cpu"
@@ -108,7 +105,7 @@ def child(kernel, B, S, R, block):
     import gc; gc.collect()
     open('/proc/self/clear_refs', 'w').write('5')               # reset the peak RSS (VmHWM) to the current RSS
     rss0 = _status_mib('VmRSS')
-    t0 = time.perf_counter(); dec, enc = build(); first = time.perf_counter() - t0
+    (dec, enc), first, _ = timed(build)
     peak = _status_mib('VmHWM') - rss0
     nbytes = [held_bytes(dec), held_bytes(enc)]
     del dec, enc
@@ -124,8 +121,8 @@ def training_path(a):
     for block in (4, 32):
         rows = {}
         for kernel in KERNELS:
-            out = subprocess.run([sys.executable, __file__, '--child', kernel, '--B', str(a.B), '--enc-len', str(a.enc_len),
-                                  '--R', str(a.R), '--block', str(block)], capture_output=True, text=True, env=env)
+            out = subprocess.run([sys.executable, '-m', __spec__.name, '--child', kernel, '--B', str(a.B), '--enc-len', str(a.enc_len),
+                                  '--R', str(a.R), '--block', str(block)], capture_output=True, text=True, env=env, cwd=ROOT)
             if out.returncode: raise RuntimeError(out.stderr[-3000:])
             rows[kernel] = r = json.loads(out.stdout.strip().splitlines()[-1])
             print(f"block {block:2d} {kernel:14s} decoder {list(r['shape'])}: {r['dec'] / 2**20:9.3f} MiB  encoder "
@@ -176,7 +173,7 @@ def main():
           f"{100 * CPU['last'] / c_step:.2f}% (cpu)")
 
     dense = build_batched_block_mask(pl, rl, a.enc_len, a.block)
-    t0 = time.perf_counter(); bm = block_diffusion_block_mask(pl, rl, a.enc_len, a.block); t_bm = time.perf_counter() - t0
+    bm, t_bm, _ = timed(lambda: block_diffusion_block_mask(pl, rl, a.enc_len, a.block))
     for name, nbytes in [('dense bool', dense.numel()), ('dense additive bf16', 2 * dense.numel()),
                          ('dense additive fp32', 4 * dense.numel()), ('FlexAttention BlockMask', block_mask_bytes(bm))]:
         print(f'{name:24s} {nbytes / 2**20:10.3f} MiB')

