@@ -30,8 +30,9 @@ def _place(path, offset: int) -> tuple[int, int, int]:
             line += chunk.count(b'\n')
             if (k := chunk.rfind(b'\n')) >= 0: start = pos + k + 1
             pos += len(chunk)
-        f.seek(start); head = f.read(offset - start)
-    return line, offset - start + 1, len(head.decode('utf-8', errors='replace')) + 1
+        f.seek(start); dec, chars, left = codecs.getincrementaldecoder('utf-8')('replace'), 0, offset - start
+        while left > 0 and (chunk := f.read(min(1 << 22, left))): chars, left = chars + len(dec.decode(chunk)), left - len(chunk)
+    return line, offset - start + 1, chars + len(dec.decode(b'', final=True)) + 1
 
 def _not_utf8(path, line: int, byte: int, col: int) -> DataError:
     return DataError(f"{path}:{line}: byte 0x{byte:02x} at column {col} is not UTF-8; re-save the file as UTF-8")
