@@ -17,7 +17,7 @@ from huggingface_hub import try_to_load_from_cache
 from safetensors.torch import load_file, save_file
 from . import config as _config
 from .config import Config, ConfigError, config_keys, config_to_dict, mode_block_size, saved_config
-from .data import MIXES, TASKS, load_tokenizer
+from .data import MIXES, TASKS, dataset_fingerprint, load_tokenizer
 from .models import DLLM_CONFIG_NAME
 from .modes import MODES, build_model, get_mode, mode_sections
 from .distributed import all_reduce_sum, barrier
@@ -25,9 +25,9 @@ from .distributed import all_reduce_sum, barrier
 # %% auto 0
 __all__ = ['STATE_FILES', 'RESUME_SAFE_KEYS', 'LOCK_FILE', 'RUN_FILES', 'RERUN_HINT', 'list_checkpoints', 'finite_checkpoints',
            'UnsafeCheckpointError', 'write_trainer_state', 'read_trainer_state', 'read_dcp_metadata', 'SafeReader',
-           'SafeLoadPlanner', 'save_checkpoint', 'weights_finite', 'weight_mismatches', 'restore_checkpoint',
-           'config_changes', 'ResumeError', 'resume_checkpoint', 'lock_run_dir', 'holds_lock', 'unlock_run_dir',
-           'preflight', 'model_classes', 'saved_run', 'saved_block_size', 'is_training_checkpoint',
+           'SafeLoadPlanner', 'save_checkpoint', 'weights_finite', 'weight_mismatches', 'data_drift',
+           'restore_checkpoint', 'config_changes', 'ResumeError', 'resume_checkpoint', 'lock_run_dir', 'holds_lock',
+           'unlock_run_dir', 'preflight', 'model_classes', 'saved_run', 'saved_block_size', 'is_training_checkpoint',
            'load_training_checkpoint', 'load_checkpoint']
 
 # %% ../nbs/09c_checkpoint.ipynb
@@ -207,13 +207,25 @@ def weight_mismatches(md, model_state: dict) -> list[str]:
             for k, v in model_state.items() if shape(k) != list(v.shape)]
 
 # %% ../nbs/09c_checkpoint.ipynb
+def data_drift(st: dict, cfg) -> str | None:
+    "How `data.dataset` changed since a checkpoint (trainer state `st`) was saved: same file name, other bytes; else None."
+    old = st.get('data') or {}                                         # checkpoints before the record: nothing to compare
+    if old.get('dataset') != cfg.data.dataset or not old.get('fingerprint'): return None
+    new = dataset_fingerprint(cfg.data.dataset)
+    if new in (None, old['fingerprint']): return None
+    return f"data.dataset={cfg.data.dataset} changed since it was saved ({old['fingerprint'][:19]} then, {new[:19]} now)"
+
+def _drift_refusal(path, drift: str) -> str:
+    return (f"{path}: {drift}, so resuming would train on other rows in another order; restore the file, start over in a "
+            "new output_dir, or set train.resume_strict=false to continue on the changed file")
+
 def _strictness(path: Path, st: dict, cfg, md, msd: dict, say: Callable) -> None:
     "Refuse (`ConfigError`) a resume that cannot continue the run; with `resume_strict=false` name what changes."
-    changes = config_changes(st['config'], cfg)
-    if changes and cfg.train.resume_strict:
-        raise ConfigError([f"{path} was trained with other values of {len(changes)} key(s) that change the run, so "
-                           "resuming would not continue it exactly; restore them, use a new output_dir, or set "
-                           "train.resume_strict=false to continue anyway", *changes])
+    changes, drift = config_changes(st['config'], cfg), data_drift(st, cfg)
+    problems = ([_drift_refusal(path, drift)] if drift else []) + ([
+        f"{path} was trained with other values of {len(changes)} key(s) that change the run, so resuming would not continue "
+        "it exactly; restore them, use a new output_dir, or set train.resume_strict=false to continue anyway", *changes] if changes else [])
+    if problems and cfg.train.resume_strict: raise ConfigError(problems)
     bad = weight_mismatches(md, msd)
     if bad and not cfg.train.resume_strict:
         raise ConfigError([f"{path} cannot continue with train.resume_strict=false: {len(bad)} weight(s) do not fit this "
@@ -221,6 +233,7 @@ def _strictness(path: Path, st: dict, cfg, md, msd: dict, say: Callable) -> None
                            "use a new output_dir"])
     if bad: raise RuntimeError(f"{len(bad)} weight(s) do not fit the model: {bad[0]}")
     if changes: say(f"train.resume_strict=false: continuing {path} with {len(changes)} changed key(s): {'; '.join(changes)}")
+    if drift: say(f"train.resume_strict=false: continuing {path} although {drift}; the rest of the run reads other rows in another order")
 
 # %% ../nbs/09c_checkpoint.ipynb
 def restore_checkpoint(path: str | Path, model, optimizer, cfg=None, say: Callable = print) -> dict:
@@ -358,6 +371,15 @@ def _model_path_problem(key: str, path: str | None) -> str | None:
             return f"{key}={path!r} is not a local folder nor a hub model in the cache, and HF_HUB_OFFLINE is set; download it first"
     return None
 
+def _resume_drift_problem(cfg) -> str | None:
+    "A strict resume of a checkpoint that recorded other bytes of `data.dataset`: refused before the file is tokenized again."
+    t = cfg.train
+    if not t.resume or not t.resume_strict: return None
+    ckpt = (finite_checkpoints(cfg.output_dir)[-1:] or [None])[-1] if t.resume == 'auto' else Path(t.resume)
+    try: drift = ckpt and data_drift(read_trainer_state(ckpt), cfg)
+    except Exception: return None                                      # a broken checkpoint: the resume names it (or falls back)
+    return _drift_refusal(ckpt, drift) if drift else None
+
 def _dataset_problem(name: str) -> str | None:
     if not name.startswith('builtin:') or name.removeprefix('builtin:') in {*TASKS, *MIXES}: return None
     known = ', '.join(f'builtin:{k}' for k in sorted({*TASKS, *MIXES}))
@@ -369,7 +391,7 @@ def preflight(cfg, is_main: bool = True, rerun: str = RERUN_HINT) -> None:
     # rerun: the ways out of an output_dir that holds a run, in the launcher's words (the Makefile passes make commands)
     problems = [q for q in [_model_path_problem('model.path', cfg.model.path),
                             _model_path_problem('model.tokenizer', cfg.model.tokenizer),
-                            _dataset_problem(cfg.data.dataset)] if q]
+                            _dataset_problem(cfg.data.dataset), _resume_drift_problem(cfg)] if q]
     if cfg.train.tensorboard and importlib.util.find_spec('tensorboard') is None:
         problems.append("train.tensorboard=true needs the tensorboard package: pip install 'dllm_nb[tensorboard]' "
                         "(or set train.tensorboard=false)")

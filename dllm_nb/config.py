@@ -59,7 +59,7 @@ class DataConfig:
     max_len: int = 64                       # longest tokenized example (prompt + response) after packaging
     overlong: Literal['drop', 'truncate'] = 'drop'  # what to do with examples longer than max_len
     mask_history: bool = True               # supervise only the last assistant turn of multi-turn chats
-    num_proc: int = 1                       # worker processes for dataset tokenization
+    num_proc: int = 1                       # processes that tokenize a data file; a JSON(L) file is tokenized once, then cached (01b_datafiles)
     num_workers: Optional[int] = None       # DataLoader worker processes collating batches; None = 2 on GPU, 0 on CPU
     pad_seq_len_divisible: Optional[int] = None  # pad every batch's length to a multiple of this (e.g. 64 for kernels)
 

@@ -10,7 +10,8 @@ from typing import Union
 from .checkpoint import is_training_checkpoint, load_checkpoint, load_training_checkpoint, saved_run
 from .cli import debug_requested, load_error
 from .config import mode_block_size
-from .data import MIXES, TASK_SCOPES, TASKS, as_messages, read_json_rows, task_examples
+from .data import MIXES, TASK_SCOPES, TASKS, as_messages, task_examples
+from .datafiles import json_rows
 from .distributed import full_state_dict
 from .eval import sampler_settings
 from .lora import LORA_WEIGHTS_NAME, merge_lora
@@ -40,7 +41,8 @@ def card_examples(cfg, n: int = 2) -> list[dict]:
         return [dict(task=t, prompt=ex['messages'][0]['content'], answer=ex['answer'])
                 for t in MIXES.get(name, [name] if name in TASKS else []) for ex in task_examples(t, 'test', cfg.seed)[:n]]
     if Path(ds).suffix in ('.json', '.jsonl') and Path(ds).is_file():
-        return [dict(prompt=[m for m in as_messages(r) if m['role'] == 'user'][-1]['content']) for r in read_json_rows(ds)[0][:n]]
+        rows = [row for _, (_, _, _, row) in zip(range(n), json_rows(ds))]   # the first n, streamed: never the whole file
+        return [dict(prompt=[m for m in as_messages(r) if m['role'] == 'user'][-1]['content']) for r in rows]
     return []
 
 # %% ../nbs/11a_export.ipynb

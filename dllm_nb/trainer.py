@@ -18,7 +18,7 @@ from .checkpoint import (finite_checkpoints, holds_lock, lock_run_dir, resume_ch
 from .checkpoint import RERUN_HINT, RUN_FILES, preflight   # noqa: F401  (their old home; the CLI imports them here)
 from .config import ConfigError, mode_block_size, save_config
 from .core import moved_names, sample_seed, sample_seeds, slow_bf16_warning, stream_seed
-from .data import load_data
+from .data import dataset_fingerprint, load_data
 from .distributed import (DistInfo, GlobalBatchSampler, all_reduce_sum, clip_grad_norm_, set_grad_sync, step_loader,
                                  wrap_model)
 from .metrics import MetricsLogger, StepRecord, memory_mb, plot_metrics, read_metrics, trim_metrics
@@ -109,6 +109,7 @@ class Trainer:
         self.run_dir = Path(cfg.output_dir)
         torch.manual_seed(cfg.seed)
         self.tokenizer, self.train_ds, self.val_ds = data or load_data(cfg)   # `load_data(cfg)`, or what it returned
+        self.data_record = dict(dataset=cfg.data.dataset, fingerprint=dataset_fingerprint(cfg.data.dataset))  # in every checkpoint
         self.collator = build_collator(cfg, self.tokenizer)
         self.model, self.mask_token_id = build_model(cfg, self.tokenizer)
         self.model.full_logits = cfg.train.full_logits                 # else losses project only the rows they score
@@ -167,9 +168,9 @@ def val_batches(self: Trainer) -> list[Batch]:
 # %% ../nbs/09_trainer.ipynb
 @patch
 def trainer_state(self: Trainer, step: int) -> dict:
-    "What a checkpoint saves besides the shards: step, sampler (= loader) position, scheduler, RNG state, config."
+    "What a checkpoint saves besides the shards: step, sampler (= loader) position, scheduler, RNG state, config, data file fingerprint."
     return dict(step=step, sampler=self.sampler.state_dict(), scheduler=self.scheduler.state_dict(),
-                torch_rng=torch.get_rng_state(), config=self.cfg)
+                torch_rng=torch.get_rng_state(), config=self.cfg, data=self.data_record)
 
 @patch
 def maybe_resume(self: Trainer) -> int:
@@ -178,7 +179,8 @@ def maybe_resume(self: Trainer) -> int:
     found = resume_checkpoint(self.run_dir, self.cfg.train.resume, self.model, self.optimizer, self.cfg, say)
     if found is None: return 0
     path, st = found
-    try: self.sampler.load_state_dict(st['sampler'])                   # resume_strict=false: the data order may not fit
+    sampler = st['sampler'] if self.cfg.train.resume_strict else {**st['sampler'], 'num_examples': self.sampler.n}
+    try: self.sampler.load_state_dict(sampler)                         # resume_strict=false: rows added or removed go on, stated
     except ValueError as e: raise ConfigError([f"{path}: {e}"]) from None
     self.scheduler.load_state_dict(st['scheduler'])
     torch.set_rng_state(st['torch_rng'])

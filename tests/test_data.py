@@ -152,3 +152,108 @@ def test_cli_demo():
                        text=True, env=env, cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "test: {'n': 400" in r.stdout and '<|assistant|>[' in r.stdout and 'Answer: ' in r.stdout
+
+
+# ---------------------------------------------------------------- issue 55: JSON files streamed, tokenized once, cached by content
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    "A private tokenized cache (`datasets.config.HF_DATASETS_CACHE` is read at call time); its root."
+    import datasets.config
+    from dllm_nb.datafiles import cache_root
+    monkeypatch.setattr(datasets.config, 'HF_DATASETS_CACHE', str(tmp_path / 'hf_datasets'))
+    return cache_root()
+
+
+def counting_tokenizer(monkeypatch):
+    "Count `tokenize_example` calls made by the loader (in this process: num_proc=None)."
+    import dllm_nb.data as data
+    calls, real = [], data.tokenize_example
+    monkeypatch.setattr(data, 'tokenize_example', lambda *a, **k: calls.append(1) or real(*a, **k))
+    return calls
+
+
+def edit_in_place(path, old: bytes, new: bytes):
+    "Replace `old` by `new` (same length) and put the modification time back: size and mtime cannot tell."
+    st, raw = path.stat(), path.read_bytes()
+    assert len(old) == len(new) and raw.count(old) >= 1
+    path.write_bytes(raw.replace(old, new, 1)); os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+
+
+def test_second_load_reuses_the_tokenized_cache(tmp_path, tok, cache, monkeypatch):
+    rows = builtin_examples('default', 'test', sizes=dict(test=20))
+    write_jsonl(tmp_path / 'd.jsonl', rows)
+    calls = counting_tokenizer(monkeypatch)
+    a = load_sft_dataset(tmp_path / 'd.jsonl', tokenizer=tok, max_len=40)
+    assert len(calls) == 40 and a.cache_files and all(f['filename'].startswith(str(cache)) for f in a.cache_files)
+    b = load_sft_dataset(tmp_path / 'd.jsonl', tokenizer=tok, max_len=40)
+    assert len(calls) == 40, 'the second load tokenized again'
+    assert a['input_ids'][:] == b['input_ids'][:] and a.sft_info == b.sft_info
+    assert [p.name for p in cache.iterdir() if p.is_dir() and p.name != '.locks'] == [Path(a.cache_files[0]['filename']).parent.name]
+    load_sft_dataset(tmp_path / 'd.jsonl', tokenizer=tok, mask_history=True)   # another setting that changes tokens: its own cache
+    assert len(calls) == 80
+
+
+def test_edited_file_gets_a_new_fingerprint_and_cache(tmp_path, tok, cache, monkeypatch):
+    "An edit anywhere (same size, mtime put back) changes the tokens served; a size+mtime fingerprint would serve stale ones."
+    import dllm_nb.data as data
+    from dllm_nb.datafiles import file_fingerprint
+    rows = builtin_examples('addition', 'test', sizes=dict(test=30))
+    def stale_after_edit(name: str) -> bool:
+        p = tmp_path / name; write_jsonl(p, rows)
+        before, fp = load_sft_dataset(p, tokenizer=tok)['input_ids'][:], data.dataset_fingerprint(p)
+        edit_in_place(p, b'Answer: ', b'Answr:  ')                      # the first row's reply, one letter moved
+        after = load_sft_dataset(p, tokenizer=tok)['input_ids'][:]
+        assert after[1:] == before[1:]
+        return after[0] == before[0] or data.dataset_fingerprint(p) == fp
+    assert not stale_after_edit('a.jsonl')
+    assert file_fingerprint(tmp_path / 'a.jsonl').startswith('sha256:')
+    monkeypatch.setattr(data, 'file_fingerprint', lambda p: f'{Path(p).stat().st_size}-{Path(p).stat().st_mtime_ns}')
+    assert stale_after_edit('b.jsonl')                                   # the broken variant is caught
+
+
+def test_cache_reused_by_a_new_process_and_built_once_by_two(tmp_path, tok):
+    "Two processes starting together on one file tokenize it once (a lock); a third process never calls the tokenizer."
+    write_jsonl(tmp_path / 'd.jsonl', builtin_examples('default', 'test', sizes=dict(test=300)))
+    env = {**os.environ, 'PYTHONPATH': str(ROOT), 'HF_DATASETS_CACHE': str(tmp_path / 'hf'), 'OMP_NUM_THREADS': '1'}
+    code = ("import sys, dllm_nb.data as d; real = d.tokenize_example; n = []\n"
+            "d.tokenize_example = lambda *a, **k: n.append(1) or real(*a, **k)\n"
+            f"ds = d.load_sft_dataset({str(tmp_path / 'd.jsonl')!r}); print(len(ds), len(n))")
+    two = [subprocess.Popen([sys.executable, '-c', code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+           for _ in range(2)]
+    outs = sorted(p.communicate(timeout=300)[0].split() for p in two)
+    assert all(p.returncode == 0 for p in two)
+    assert outs == [['600', '0'], ['600', '600']], outs                  # one built it, the other waited and reused it
+    r = subprocess.run([sys.executable, '-c', code], env=env, capture_output=True, text=True, timeout=300)
+    assert r.stdout.split() == ['600', '0'], r.stderr[-2000:]
+    root = tmp_path / 'hf' / 'dllm_nb'
+    assert len([p for p in root.iterdir() if p.is_dir() and p.name != '.locks']) == 1   # no half-built folder left
+
+
+def test_json_array_streams_like_jsonl(tmp_path, tok, cache, monkeypatch):
+    "A one-line JSON array read in 7-byte chunks gives the JSONL file's dataset; item numbers name its bad rows."
+    import dllm_nb.datafiles as datafiles
+    monkeypatch.setattr(datafiles, '_CHUNK', 7)
+    rows = builtin_examples('default', 'test', sizes=dict(test=10))
+    write_jsonl(tmp_path / 'l.jsonl', rows); (tmp_path / 'a.json').write_text(json.dumps(rows))
+    a, b = (load_sft_dataset(tmp_path / f, tokenizer=tok) for f in ('l.jsonl', 'a.json'))
+    for k in ('input_ids', 'loss_mask', 'answer'): assert a[k][:] == b[k][:], k
+    rows[13]['messages'][1]['role'] = 'bot'; (tmp_path / 'bad.json').write_text(json.dumps(rows))
+    with pytest.raises(ValueError, match=r"bad\.json:14: example 13: messages\[1\]\['role'\] = 'bot'"):
+        load_sft_dataset(tmp_path / 'bad.json', tokenizer=tok)
+
+
+@pytest.mark.parametrize('array', [False, True])
+def test_checking_pass_holds_no_file_in_memory(tmp_path, array):
+    "The checking pass over a 12 MB file (JSONL, or a one-line JSON array) allocates under 4 MB; the whole-file reader, over twice the file."
+    import tracemalloc
+    from dllm_nb.datafiles import scan_json_file
+    row = {'messages': [{'role': 'user', 'content': 'word ' * 40}, {'role': 'assistant', 'content': 'reply ' * 60}], 'answer': 'x'}
+    p = tmp_path / ('big.json' if array else 'big.jsonl')
+    p.write_text(json.dumps([row] * 20000) if array else ''.join(json.dumps(row) + '\n' for _ in range(20000)))
+    def peak(fn):
+        tracemalloc.start(); fn(); peak = tracemalloc.get_traced_memory()[1]; tracemalloc.stop(); return peak
+    assert p.stat().st_size > 12e6
+    assert peak(lambda: scan_json_file(p, tmp_path / 'index.arrow')) < 4e6
+    def whole_file(): rows = json.loads(p.read_text()) if array else [json.loads(l) for l in p.read_text().splitlines()]
+    assert peak(whole_file) > 2 * p.stat().st_size                     # what the old reader held: the check can fail

@@ -759,3 +759,54 @@ def test_fit_holds_the_folder_lock(tmp_path):
         with pytest.raises(ConfigError, match=rf'is in use by another run \(PID {p.pid} on'): tr.fit()
     finally: p.kill(); p.wait()
     assert [r['step'] for r in tr.fit()] == [1] and not holds_lock(tmp_path)
+
+
+# ---------------------------------------------------------------- issue 55 item 6: a resume on an edited data file
+def _chat_file(path, n=40):
+    from dllm_nb.data import builtin_examples
+    return write_rows(path, builtin_examples('addition', 'test', sizes=dict(test=n)))
+
+
+def _same_size_edit(path):
+    "One reply's text changed in place: same size, modification time put back (size and mtime cannot tell)."
+    st, raw = path.stat(), path.read_bytes()
+    path.write_bytes(raw.replace(b'Answer: ', b'Answr:  ', 1)); os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.read_bytes() != raw and path.stat().st_size == st.st_size
+
+
+def test_resume_on_an_edited_data_file_is_refused_or_stated(tmp_path, capsys, monkeypatch):
+    "A same-size edit, then added rows: exit 2, one line naming the file, nothing re-tokenized nor written; resume_strict=false goes on."
+    import datasets.config
+    from dllm_nb.train import main
+    monkeypatch.setattr(datasets.config, 'HF_DATASETS_CACHE', str(tmp_path / 'hf'))
+    data, run = _chat_file(tmp_path / 'chat.jsonl'), tmp_path / 'run'
+    args = [f'output_dir={run}', *TINY, f'data.dataset={data}', 'data.train_size=null']   # 32 training rows, then 33
+    assert main([*args, '--stop-at', '2']) == 0
+    caches = sorted((tmp_path / 'hf' / 'dllm_nb').glob('chat-*')); before = _files(run); capsys.readouterr()
+    for edit in (_same_size_edit, lambda p: p.write_text(p.read_text() + json.dumps(ROW) + '\n')):
+        edit(data)
+        assert main([*args, 'train.resume=auto']) == 2
+        line = one_error_line(capsys.readouterr().err)
+        assert re.fullmatch(rf"error: {re.escape(str(run))}/ckpt-0000002: data\.dataset={re.escape(str(data))} changed since it was "
+                            r"saved \(sha256:[0-9a-f]{12} then, sha256:[0-9a-f]{12} now\), so resuming would train on other rows in "
+                            r"another order; restore the file, start over in a new output_dir, or set train\.resume_strict=false "
+                            r"to continue on the changed file", line), line
+        assert _files(run) == before and sorted((tmp_path / 'hf' / 'dllm_nb').glob('chat-*')) == caches   # refused before tokenizing
+    assert main([*args, 'train.resume=auto', 'train.resume_strict=false']) == 0                       # 41 rows now: the sampler goes on
+    out = capsys.readouterr().out
+    said = [l for l in out.splitlines() if 'train.resume_strict=false: continuing' in l]
+    assert len(said) == 1 and f'although data.dataset={data} changed since it was saved' in said[0], out
+    assert 'resumed from' in out
+
+
+def test_resume_drift_check_needs_the_bytes(tmp_path, capsys, monkeypatch):
+    "The broken variant: a fingerprint of the size alone lets a same-size edit resume silently, so the test above can fail."
+    import dllm_nb.checkpoint as checkpoint, dllm_nb.trainer as trainer
+    from dllm_nb.train import main
+    size_only = lambda s: str(Path(s).stat().st_size)
+    monkeypatch.setattr(checkpoint, 'dataset_fingerprint', size_only); monkeypatch.setattr(trainer, 'dataset_fingerprint', size_only)
+    data = _chat_file(tmp_path / 'chat.jsonl')
+    args = [f'output_dir={tmp_path / "run"}', *TINY, f'data.dataset={data}']
+    assert main([*args, '--stop-at', '2']) == 0
+    _same_size_edit(data)
+    assert main([*args, 'train.resume=auto', '--stop-at', '3']) == 0 and 'changed since' not in capsys.readouterr().out
