@@ -112,7 +112,7 @@ def timed_steps(fn, dev, n, warmup):
 
 def part_flex(dev, smoke):
     from dllm_nb.models import tiny_config
-    from dllm_nb.strategies import get_strategy
+    from dllm_nb.modes import get_strategy
     from dllm_nb.stages import Batch
     vocab, block = (64, 4) if smoke else (32000, 16)
     cfg = tiny_config('llama', vocab_size=vocab, **(dict(hidden_size=64, num_layers=2) if smoke else
@@ -205,7 +205,7 @@ def step_flops(n_params, L, d, passes):
 
 def part_mfu(dev, smoke):
     from dllm_nb.models import MaskedDiffusionLM, tiny_config, build_backbone
-    from dllm_nb.strategies import get_strategy
+    from dllm_nb.modes import get_strategy
     from dllm_nb.stages import Batch, Counts
     from dllm_nb.loss import count_tokens
     shape = (dict(vocab_size=512, hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=128)

@@ -15,7 +15,7 @@ from dllm_nb.core import sample_seeds
 from dllm_nb.data import builtin_examples, load_tokenizer, tokenize_example
 from dllm_nb.models import BlockDiffusionLM, MaskedDiffusionLM, build_backbone, tiny_config
 from dllm_nb.stages import Batch
-from dllm_nb.strategies import get_strategy
+from dllm_nb.modes import get_strategy
 
 
 def timeit(fn, reps):

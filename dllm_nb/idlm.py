@@ -19,7 +19,7 @@ from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, DLLMWrapper, RowLogits, hi
 from .stages import Batch, Counts, Noised, Stage
 from .mdlm import masked_backbone
 from .registry import RUNTIME, Mode, register_mode, section_values
-from .strategies import at_least, mask_token_problems, need_mask, register_strategy
+from .strategies import at_least, mask_token_problems, need_mask
 
 # %% auto 0
 __all__ = ['IDLM', 'idlm_mask_mod', 'idlm_mask', 'idlm_block_mask', 'IntrospectiveDiffusionLM', 'idlm_targets', 'idlm_loss',
@@ -144,7 +144,6 @@ class IDLMSettings:
         return p
 
 # %% ../nbs/08b_idlm.ipynb
-@register_strategy
 class IDLMStrategy:
     "I-DLM: all-masked corruption, one `[x_t | x_0]` pass, Dream-shifted `CE_noisy + α·CE_clean` over the targets."
     name, Settings = 'idlm', IDLMSettings

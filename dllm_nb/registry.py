@@ -10,7 +10,8 @@ from typing import Callable, Optional
 from .core import STREAMS
 
 # %% auto 0
-__all__ = ['RUNTIME', 'MODES', 'config_fields', 'section_values', 'Mode', 'register_mode', 'get_mode', 'mode_of_model']
+__all__ = ['RUNTIME', 'MODES', 'STRATEGY_PROTOCOL', 'config_fields', 'section_values', 'Mode', 'register_mode', 'get_mode',
+           'mode_of_model']
 
 # %% ../nbs/06c_registry.ipynb
 RUNTIME = {'runtime': True}   # dataclass field metadata: a setting the strategy gets at build time, not a config key
@@ -61,12 +62,15 @@ class Mode:
 
 # %% ../nbs/06c_registry.ipynb
 MODES: dict[str, Mode] = {}
+STRATEGY_PROTOCOL = ('name', 'Settings', 'prepare', 'denominators', 'loss')   # what `strategies.Strategy` asks of a class (`object`: none, a toy record)
 
 def register_mode(mode: Mode) -> Mode:
     "Make `mode` visible to config, trainer, generate, eval and train; its random streams join `core.STREAMS`."
     if not isinstance(mode, Mode): raise TypeError(f"register_mode takes a Mode record, got {type(mode).__name__}")
     if mode.Settings is not None and not dataclasses.is_dataclass(mode.Settings):
         raise TypeError(f"mode {mode.name!r}: Settings must be a dataclass (it is its config section)")
+    if mode.Strategy is not object and (missing := [a for a in STRATEGY_PROTOCOL if not hasattr(mode.Strategy, a)]):
+        raise TypeError(f"mode {mode.name!r}: {mode.Strategy.__name__} is not a Strategy: it lacks {missing}.")
     old = MODES.get(mode.name)
     if old is not None and getattr(mode.Settings, '__module__', '') == '__main__' != getattr(old.Settings, '__module__', '__main__') \
             and old.Settings.__qualname__ == mode.Settings.__qualname__:

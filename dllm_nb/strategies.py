@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import ClassVar, Literal, Optional, Protocol
 import torch
 from torch import Tensor
-from .core import rand_rows, row_generators
+from .core import moved_names, rand_rows, row_generators
 from .registry import RUNTIME, section_values
 from .corruption import T_SAMPLING, corrupt_blockwise, corrupt_suffix, corrupt_uniform, corrupt_uniform_random, sample_t
 from .loss import (LossParts, ar_loss, ar_pair_count, ar_pair_mask, block_diffusion_loss, count_noise, count_tokens,
@@ -17,10 +17,16 @@ from .stages import Batch, Counts, Noised, Stage, Windowed
 from .window import SCORED_BLOCKS, build_response_window
 
 # %% auto 0
-__all__ = ['STRATEGIES', 'Strategy', 'make_settings', 'need_mask', 'mask_token_problems', 'runtime_problems', 'at_least',
-           'batch_t', 'uniform_masking', 'MDLMSettings', 'MDLMStrategy', 'HybridSettings', 'HybridStrategy',
-           'BlockDiffusionSettings', 'BlockDiffusionStrategy', 'ARSettings', 'ARStrategy', 'register_strategy',
-           'get_strategy', 'settings_from_config']
+__all__ = ['Strategy', 'make_settings', 'need_mask', 'mask_token_problems', 'runtime_problems', 'at_least', 'batch_t',
+           'uniform_masking', 'MDLMSettings', 'MDLMStrategy', 'HybridSettings', 'HybridStrategy',
+           'BlockDiffusionSettings', 'BlockDiffusionStrategy', 'ARSettings', 'ARStrategy']
+
+# %% ../nbs/08_strategies.ipynb
+# one registry (dllm_nb.registry.MODES): a strategy is its mode record's `Strategy`, built by name in dllm_nb.modes
+__getattr__ = moved_names(__name__, dict(
+    get_strategy='modes', settings_from_config='modes',
+    STRATEGIES="a strategy is its mode's record: dllm_nb.registry.MODES[name].Strategy (get_strategy is in dllm_nb.modes)",
+    register_strategy="register the mode: dllm_nb.registry.register_mode(Mode(name, Settings, Strategy, ...)) checks the strategy"))
 
 # %% ../nbs/08_strategies.ipynb
 class Strategy(Protocol):
@@ -283,31 +289,3 @@ class ARStrategy:
     def loss(self, model, b: Batch, counts: Counts) -> LossParts:
         logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask, lazy_head=True).logits   # RowLogits (07_models)
         return ar_loss(logits, b.input_ids, ar_pair_mask(b.attention_mask, b.loss_mask), counts.ar)
-
-# %% ../nbs/08_strategies.ipynb
-STRATEGIES: dict[str, type] = {}
-
-def register_strategy(cls: type) -> type:
-    "Class decorator: make a strategy class available to `get_strategy` under `cls.name`."
-    missing = [a for a in ('name', 'Settings', 'prepare', 'denominators', 'loss') if not hasattr(cls, a)]
-    if missing: raise TypeError(f"{cls.__name__} is not a Strategy: it lacks {missing}.")
-    STRATEGIES[cls.name] = cls
-    return cls
-
-for _c in (MDLMStrategy, HybridStrategy, BlockDiffusionStrategy, ARStrategy): register_strategy(_c)
-
-def get_strategy(mode: str, **settings) -> Strategy:
-    "The strategy for `mode` (`'mdlm'`, `'hybrid'`, `'block_diffusion'`, or a registered one) built from `settings`."
-    if mode not in STRATEGIES: raise ValueError(f"unknown dllm mode {mode!r}; known modes: {sorted(STRATEGIES)}")
-    cls = STRATEGIES[mode]
-    return cls(make_settings(cls.Settings, mode, settings))
-
-def settings_from_config(cfg, mask_token_id: int | None, vocab_size: int, pad_token_id: int) -> dict:
-    "The settings of `cfg.dllm.mode` read from the run's config: each mode's `Settings.from_config` knows its own keys."
-    m = cfg.dllm.mode
-    if m not in STRATEGIES: raise ValueError(f"unknown dllm mode {m!r}; known modes: {sorted(STRATEGIES)}")
-    S = STRATEGIES[m].Settings
-    if not hasattr(S, 'from_config'):
-        raise ValueError(f"no config mapping for dllm.mode={m!r}: give {S.__name__} a from_config classmethod, "
-                         f"or call get_strategy({m!r}, **settings) directly.")
-    return S.from_config(cfg, mask_token_id, vocab_size, pad_token_id)

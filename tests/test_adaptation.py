@@ -5,7 +5,7 @@ import torch
 
 from dllm_nb.config import load_config
 from dllm_nb.stages import Batch
-from dllm_nb.strategies import get_strategy, settings_from_config
+from dllm_nb.modes import get_strategy, settings_from_config
 
 
 def _batch():

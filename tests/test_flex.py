@@ -21,7 +21,7 @@ from dllm_nb.idlm import IntrospectiveDiffusionLM
 from dllm_nb.stages import Batch
 from dllm_nb.masks import DecoderMask, EncoderMask, block_diffusion_mask_mod, chunked_block_mask, encoder_mask_mod
 from dllm_nb.models import BlockDiffusionLM, MaskedDiffusionLM, build_backbone, tiny_config
-from dllm_nb.strategies import get_strategy
+from dllm_nb.modes import get_strategy
 
 warnings.filterwarnings('ignore', message='.*flex_attention.*')
 pytestmark = pytest.mark.filterwarnings('ignore:flex_attention called without torch.compile')   # per test, as pytest resets filters
