@@ -204,7 +204,8 @@ def step_flops(n_params, L, d, passes):
 
 
 def part_mfu(dev, smoke):
-    from dllm_nb.models import MaskedDiffusionLM, tiny_config, build_backbone
+    from dllm_nb.models import tiny_config, build_backbone
+    from dllm_nb.mdlm import MaskedDiffusionLM
     from dllm_nb.modes import get_strategy
     from dllm_nb.stages import Batch, Counts
     from dllm_nb.loss import count_tokens

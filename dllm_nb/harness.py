@@ -18,7 +18,9 @@ from .eval import mc_mean_se, mdlm_nll_bound, row_ce, saved_canvas, score_comple
 from .checkpoint import load_checkpoint, saved_block_size
 from .generate import generate
 from .sampling import progress_bar, right_pad
-from .models import BlockDiffusionLM, CausalLM, MaskedDiffusionLM
+from .models import BlockDiffusionLM
+from .ar import CausalLM
+from .mdlm import MaskedDiffusionLM
 from .window import build_response_window
 EVAL_EXTRA = 'pip install -e .[eval]'
 try:                                       # lm-eval is an optional extra: say how to get it, in one line

@@ -4,24 +4,27 @@
 
 # %% ../nbs/08c_hybrid.ipynb 2
 from __future__ import annotations
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 import torch
 from torch import Tensor, nn
 from torch.nn.attention.flex_attention import BlockMask
 from .sampling import GenerationOutput, Prompts, encode_prompts, model_device, right_pad, token_id
 from .masks import MaskMod, bd3_mask_mod, chunked_block_mask, dense_mask
-from .loss import token_ce
+from .loss import LossParts, count_noise, count_tokens, hybrid_loss, token_ce
 from .mdlm import masked_backbone
-from .models import (
-    ATTN_IMPLEMENTATIONS, DLLMOutput, DLLMWrapper, RowLogits, hidden_as_logits, mdlm_attention_mask, mdlm_block_mask)
-from .registry import Mode, register_mode
-from .strategies import HybridSettings, HybridStrategy
+from .mdlm import mdlm_attention_mask, mdlm_block_mask
+from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, DLLMWrapper, RowLogits, hidden_as_logits
+from .registry import RUNTIME, Mode, register_mode, section_values
+from .core import row_generators
+from .corruption import corrupt_blockwise
+from .stages import Batch, Counts, Noised
+from .strategies import at_least, mask_token_problems, need_mask, runtime_problems, uniform_masking
 
 # %% auto 0
 __all__ = ['HYBRID', 'hybrid_mask_mod', 'hybrid_mask', 'hybrid_block_mask', 'HybridOutput', 'HybridDiffusionLM', 'hybrid_nll',
-           'accepted_length', 'speculative_step', 'generate_hybrid', 'generate_hybrid_ar', 'build_hybrid',
-           'sample_hybrid']
+           'HybridSettings', 'HybridStrategy', 'accepted_length', 'speculative_step', 'generate_hybrid',
+           'generate_hybrid_ar', 'build_hybrid', 'sample_hybrid']
 
 # %% ../nbs/08c_hybrid.ipynb
 def hybrid_mask_mod(seq_len: int, block_size: int, attention_mask: Optional[Tensor] = None) -> MaskMod:
@@ -115,6 +118,53 @@ def hybrid_nll(model: HybridDiffusionLM, input_ids: Tensor, loss_mask: Tensor, a
     sel[:, 0] = False                                                   # the first token has no prediction
     ce = token_ce(model.causal_logits(input_ids, am)[:, :-1], input_ids[:, 1:], sel[:, 1:])
     return dict(ar_nll=(ce.sum() / max(len(ce), 1)).item(), n_tokens=sel.sum(-1))
+
+# %% ../nbs/08c_hybrid.ipynb
+@dataclass
+class HybridSettings:
+    "Settings of `hybrid` = its config section `hybrid:`; the `RUNTIME` fields come from `dllm.*` and the tokenizer."
+    block_size: Optional[int] = 4           # hybrid: masking block = collator fill = sampler block length; 1 = autoregressive (None: uniform masking, outside a config)
+    half_life_ratio: float = 0.25           # hybrid: late-position bias of blockwise masking, as a fraction of the block
+    diffusion_weight: float = 1.0           # hybrid: weight of the diffusion term, loss = w·D + AR (the reference's ar_loss_alpha)
+    response_fill: int = 40                 # hybrid: each training response is followed by supervised, attended EOS to this many tokens
+    mask_token_id: Optional[int] = field(default=None, metadata=RUNTIME)   # id that replaces a corrupted token (required)
+    eps: float = field(default=1e-3, metadata=RUNTIME)   # smallest corruption level (dllm.eps)
+    t_sampling: str = field(default='iid', metadata=RUNTIME)   # how t is drawn when block_size is None (dllm.t_sampling)
+    def problems(self, cfg=None) -> list[str]:
+        "What is wrong: with `cfg`, as config keys (`hybrid.*`); without, also the runtime values a strategy needs."
+        p = [] if (self.block_size is None and cfg is None) or (self.block_size or 0) >= 1 else [f"hybrid.block_size={self.block_size} must be >= 1"]
+        p += at_least('hybrid', self, dict(diffusion_weight=0, response_fill=1))
+        if self.half_life_ratio <= 0: p.append(f"hybrid.half_life_ratio={self.half_life_ratio} must be > 0")
+        return p + (mask_token_problems(cfg, 'hybrid') if cfg is not None else need_mask(self.mask_token_id, 'hybrid') + runtime_problems(self))
+    @classmethod
+    def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict:
+        "Its section's values plus the runtime ones."
+        return dict(section_values(cfg.hybrid), mask_token_id=mask_token_id, eps=cfg.dllm.eps, t_sampling=cfg.dllm.t_sampling)
+
+# %% ../nbs/08c_hybrid.ipynb
+class HybridStrategy:
+    "Blockwise late-biased masking (uniform when `block_size=None`) for a `HybridDiffusionLM`; loss = `diffusion_weight` * D + AR."
+    name, Settings = 'hybrid', HybridSettings
+    def __init__(self, settings: HybridSettings): self.settings = settings
+
+    def prepare(self, batch: Batch) -> Noised:
+        s = self.settings
+        if s.block_size is None: return uniform_masking(batch, s.mask_token_id, s.eps, s.t_sampling)
+        gens = row_generators(batch.sample_seeds, 'corruption')
+        return Noised(batch, *corrupt_blockwise(batch.input_ids, batch.loss_mask, s.mask_token_id, s.block_size, s.eps,
+                                                s.half_life_ratio, gens))
+
+    def denominators(self, stages: list[Noised]) -> Counts:
+        "Corrupted supervised tokens, and supervised next-token targets (positions >= 1)."
+        return Counts(sum(count_noise(s.noise_mask, s.batch.loss_mask) for s in stages),
+                      sum(count_tokens(s.batch.loss_mask[:, 1:]) for s in stages))
+
+    def loss(self, model, stage: Noised, counts: Counts) -> LossParts:
+        "One pass of the hybrid model (`08c_hybrid`): clean tokens + the `masked_indices` sidecar in, both logits out."
+        b = stage.batch
+        out = model(input_ids=b.input_ids, masked_indices=stage.noise_mask, attention_mask=b.attention_mask, lazy_head=True)
+        return hybrid_loss(out.logits, b.input_ids, stage.noise_mask, b.loss_mask, stage.p_mask, counts.diffusion, counts.ar,
+                           self.settings.diffusion_weight, ar_logits=out.causal_logits)
 
 # %% ../nbs/08c_hybrid.ipynb
 def accepted_length(drafts: list[int], verified: list[int]) -> int:

@@ -26,13 +26,14 @@ from .gguf import gguf_to_hf
 # %% auto 0
 __all__ = ['ARCH_CONFIGS', 'ATTN_IMPLEMENTATIONS', 'TINY_SIZES', 'MaskLike', 'DLLM_CONFIG_NAME', 'DLLM_WEIGHTS_NAME',
            'tiny_config', 'build_backbone', 'autocast_context', 'add_mask_token', 'dense_to_block_mask',
-           'model_attention_mask', 'count_backbone_calls', 'mdlm_attention_mask', 'mdlm_mask_mod', 'mdlm_block_mask',
-           'DLLMOutput', 'RowLogits', 'row_head', 'hidden_as_logits', 'DLLMWrapper', 'MaskedDiffusionLM', 'CausalLM',
-           'canvas_position_ids', 'SharedKVCache', 'embedding_scale', 'soft_embedding', 'SelfConditioning',
-           'shift_canvas_logits', 'EncoderState', 'BlockDiffusionLM']
+           'model_attention_mask', 'count_backbone_calls', 'DLLMOutput', 'RowLogits', 'row_head', 'hidden_as_logits',
+           'DLLMWrapper', 'canvas_position_ids', 'SharedKVCache', 'embedding_scale', 'soft_embedding',
+           'SelfConditioning', 'shift_canvas_logits', 'EncoderState', 'BlockDiffusionLM']
 
 # %% ../nbs/07_models.ipynb
-__getattr__ = moved_names(__name__, dict(gguf_cache_dir='gguf'))   # GGUF conversion moved to dllm_nb.gguf
+# GGUF conversion moved to dllm_nb.gguf; each mode's model (and its own masks) to the mode's module
+__getattr__ = moved_names(__name__, dict(gguf_cache_dir='gguf', CausalLM='ar', MaskedDiffusionLM='mdlm', mdlm_attention_mask='mdlm',
+                                         mdlm_mask_mod='mdlm', mdlm_block_mask='mdlm'))
 
 # %% ../nbs/07_models.ipynb
 ARCH_CONFIGS = dict(llama=LlamaConfig, qwen2=Qwen2Config, qwen3=Qwen3Config)
@@ -120,33 +121,6 @@ def count_backbone_calls(backbone: nn.Module):
     handle = backbone.base_model.register_forward_hook(lambda *_: calls.append(1))
     try: yield calls
     finally: handle.remove()
-
-# %% ../nbs/07_models.ipynb
-def mdlm_attention_mask(attention_mask: Optional[Tensor], seq_len: int, supervise_padding: bool = False,
-                        causal: bool = False, device=None) -> Tensor:
-    "Bool keep-mask `[B or 1, 1, T, T]`: full (or causal) attention, pad keys removed unless `supervise_padding`."
-    ar = torch.arange(seq_len, device=device)
-    keep = (ar[:, None] >= ar[None]) if causal else torch.ones(seq_len, seq_len, dtype=torch.bool, device=device)
-    keep = keep[None, None]
-    if attention_mask is not None and not supervise_padding:
-        keep = (keep & attention_mask.bool()[:, None, None, :]) | torch.eye(seq_len, dtype=torch.bool, device=device)
-    return keep
-
-def mdlm_mask_mod(attention_mask: Optional[Tensor], supervise_padding: bool = False, causal: bool = False) -> MaskMod:
-    "The predicate of `mdlm_attention_mask`, `(b, h, q_idx, kv_idx) -> keep`, for FlexAttention."
-    am = None if attention_mask is None or supervise_padding else attention_mask.bool()
-    def mask_mod(b, h, q_idx, kv_idx):
-        keep = (kv_idx <= q_idx) if causal else (kv_idx >= 0)
-        return keep if am is None else (keep & am[b, kv_idx]) | (kv_idx == q_idx)
-    return mask_mod
-
-def mdlm_block_mask(attention_mask: Optional[Tensor], batch_size: int, seq_len: int, supervise_padding: bool = False,
-                    causal: bool = False, device=None, BLOCK_SIZE: int = 128) -> BlockMask:
-    "FlexAttention `BlockMask` `[B, 1, T, T]` from `mdlm_mask_mod`: no dense mask on the way."
-    if attention_mask is not None:   # a fused kernel may read padded key positions: pad the mask to whole tiles
-        device, attention_mask = device or attention_mask.device, F.pad(attention_mask, (0, -seq_len % BLOCK_SIZE))
-    return chunked_block_mask(mdlm_mask_mod(attention_mask, supervise_padding, causal), batch_size, seq_len, seq_len,
-                              device=device, BLOCK_SIZE=BLOCK_SIZE)
 
 # %% ../nbs/07_models.ipynb
 DLLM_CONFIG_NAME, DLLM_WEIGHTS_NAME = 'dllm_config.json', 'dllm_extra.safetensors'
@@ -246,48 +220,6 @@ class DLLMWrapper(nn.Module):
                 raise ValueError(f"{path / DLLM_WEIGHTS_NAME} does not match {cls.__name__}: missing "
                                  f"{[k for k in missing if not k.startswith('backbone.')]}, unexpected {unexpected}.")
         return model
-
-# %% ../nbs/07_models.ipynb
-class MaskedDiffusionLM(DLLMWrapper):
-    "The backbone made bidirectional: `forward(input_ids, attention_mask, causal)` -> `DLLMOutput` (logits `[B, T, V]`)."
-    def __init__(self, backbone: nn.Module, supervise_padding: bool = False, shift_logits: bool = False):
-        super().__init__()
-        self.backbone, self.supervise_padding, self.shift_logits = backbone, supervise_padding, shift_logits
-        backbone.config.is_causal = False          # saved with the config: reloads as a bidirectional model
-
-    def settings(self) -> dict: return dict(supervise_padding=self.supervise_padding, shift_logits=self.shift_logits)
-
-    def _padding_mask(self, attention_mask: Optional[Tensor], B: int, T: int, causal: bool, device) -> MaskLike:
-        "The `[B, 1, T, T]` mask in the kernel's form: from the predicate for Flex, else the dense keep-mask."
-        if self.attn_implementation == 'flex_attention':
-            return mdlm_block_mask(attention_mask, B, T, self.supervise_padding, causal, device)
-        keep = mdlm_attention_mask(attention_mask, T, self.supervise_padding, causal, device)
-        return self.backbone_mask(keep.expand(B, 1, T, T))
-
-    def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None, causal: bool = False,
-                lazy_head: bool = False) -> DLLMOutput:
-        B, T = input_ids.shape
-        mask = self._padding_mask(attention_mask, B, T, causal, input_ids.device)
-        position_ids = torch.arange(T, device=input_ids.device).expand(B, T)
-        with hidden_as_logits(self.backbone, head := self.lazy_head(lazy_head)):
-            logits = self.backbone(input_ids=input_ids, attention_mask=mask, position_ids=position_ids, use_cache=False).logits
-        if self.shift_logits and not causal:                    # a causal pass already reads token i+1 at position i
-            logits = torch.cat([logits[:, :1], logits[:, :-1]], 1)   # Dream: token j is read at position j - 1
-        return DLLMOutput(logits if head is None else RowLogits(logits, head))
-
-# %% ../nbs/07_models.ipynb
-class CausalLM(DLLMWrapper):
-    "The backbone as it is, causal (`dllm.mode=ar`, the baseline): `forward(input_ids, attention_mask)` -> `DLLMOutput`."
-    def __init__(self, backbone: nn.Module):
-        super().__init__()
-        self.backbone = backbone
-
-    def settings(self) -> dict: return {}
-
-    def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None, lazy_head: bool = False, **_) -> DLLMOutput:
-        with hidden_as_logits(self.backbone, head := self.lazy_head(lazy_head)):
-            logits = self.backbone(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
-        return DLLMOutput(logits if head is None else RowLogits(logits, head))
 
 # %% ../nbs/07_models.ipynb
 def canvas_position_ids(prefix_len: Tensor, canvas_len: int) -> Tensor:

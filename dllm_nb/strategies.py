@@ -18,13 +18,13 @@ from .window import SCORED_BLOCKS, build_response_window
 
 # %% auto 0
 __all__ = ['Strategy', 'make_settings', 'need_mask', 'mask_token_problems', 'runtime_problems', 'at_least', 'batch_t',
-           'uniform_masking', 'MDLMSettings', 'MDLMStrategy', 'HybridSettings', 'HybridStrategy',
-           'BlockDiffusionSettings', 'BlockDiffusionStrategy', 'ARSettings', 'ARStrategy']
+           'uniform_masking', 'BlockDiffusionSettings', 'BlockDiffusionStrategy']
 
 # %% ../nbs/08_strategies.ipynb
 # one registry (dllm_nb.registry.MODES): a strategy is its mode record's `Strategy`, built by name in dllm_nb.modes
 __getattr__ = moved_names(__name__, dict(
-    get_strategy='modes', settings_from_config='modes',
+    get_strategy='modes', settings_from_config='modes', MDLMSettings='mdlm', MDLMStrategy='mdlm', HybridSettings='hybrid',
+    HybridStrategy='hybrid', ARSettings='ar', ARStrategy='ar',
     STRATEGIES="a strategy is its mode's record: dllm_nb.registry.MODES[name].Strategy (get_strategy is in dllm_nb.modes)",
     register_strategy="register the mode: dllm_nb.registry.register_mode(Mode(name, Settings, Strategy, ...)) checks the strategy"))
 
@@ -80,112 +80,6 @@ def uniform_masking(batch: Batch, mask_token_id: int, eps: float, t_sampling: st
     s_noisy, s_noise, _ = corrupt_suffix(batch.input_ids, batch.loss_mask, mask_token_id, eps, gens, t=t)
     pick = (rand_rows((len(gens), 1), gens, noisy.device) < suffix_prob) if len(gens) else torch.zeros(0, 1, dtype=torch.bool)
     return Noised(batch, torch.where(pick, s_noisy, noisy), torch.where(pick, s_noise, noise), p)
-
-# %% ../nbs/08_strategies.ipynb
-@dataclass
-class MDLMSettings:
-    "Settings of `mdlm` = its config section `mdlm:`; the `RUNTIME` fields come from `dllm.*` and the tokenizer (`from_config`)."
-    sampler_block_size: int = 4             # mdlm: sampler block length (semi-autoregressive blocks); training does not read it
-    ar_warmup_steps: int = 0                # mdlm: first steps train the backbone as a causal LM (0 for pretrained AR models)
-    shift_logits: bool = False              # mdlm: position i predicts token i+1 (Dream), so an AR warm-up carries over
-    ar_loss_weight: float = 0.0             # mdlm: weight of a causal next-token co-loss after the warm-up (0 = pure MDLM)
-    suffix_mask_prob: float = 0.0           # mdlm: fraction of training rows masked as a suffix (the semi-AR sampler's context)
-    response_fill: int = 40                 # mdlm: each training response is followed by supervised, attended EOS to this many tokens
-    mask_token_id: Optional[int] = field(default=None, metadata=RUNTIME)   # id that replaces a corrupted token (required)
-    eps: float = field(default=1e-3, metadata=RUNTIME)   # smallest corruption probability, p = (1 - eps) t + eps (dllm.eps)
-    t_sampling: str = field(default='iid', metadata=RUNTIME)   # how t is drawn across the batch (dllm.t_sampling)
-    def problems(self, cfg=None) -> list[str]:
-        "What is wrong: with `cfg`, as config keys (`mdlm.*`); without, also the runtime values a strategy needs."
-        p = at_least('mdlm', self, dict(sampler_block_size=1, ar_warmup_steps=0, ar_loss_weight=0, response_fill=1))
-        if not 0 <= self.suffix_mask_prob <= 1: p.append(f"mdlm.suffix_mask_prob={self.suffix_mask_prob} must be in [0, 1]")
-        return p + (mask_token_problems(cfg, 'mdlm') if cfg is not None else need_mask(self.mask_token_id, 'mdlm') + runtime_problems(self))
-    @classmethod
-    def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict:
-        "Its section's values plus the runtime ones: the keyword arguments of `get_strategy('mdlm', ...)`."
-        return dict(section_values(cfg.mdlm), mask_token_id=mask_token_id, eps=cfg.dllm.eps, t_sampling=cfg.dllm.t_sampling)
-
-# %% ../nbs/08_strategies.ipynb
-class MDLMStrategy:
-    "Masked diffusion (MDLM / LLaDA): uniform masking, `1/p`-weighted CE; optional causal next-token warm-up phase."
-    name, Settings = 'mdlm', MDLMSettings
-    def __init__(self, settings: MDLMSettings): self.settings = settings
-
-    def ar_phase(self, batch: Batch) -> bool:
-        "True for training batches of steps `< ar_warmup_steps` (validation batches have `step=None`: always MDLM)."
-        return batch.step is not None and batch.step < self.settings.ar_warmup_steps
-
-    def prepare(self, batch: Batch) -> Batch | Noised:
-        "The clean batch in the AR warm-up phase, else a `Noised` (uniform masking, some rows suffix-masked)."
-        s = self.settings
-        return batch if self.ar_phase(batch) else uniform_masking(batch, s.mask_token_id, s.eps, s.t_sampling, s.suffix_mask_prob)
-
-    def denominators(self, stages: list) -> Counts:
-        "Supervised tokens; in the AR phase (or with the co-loss) also the supervised next-token pairs."
-        bs = [s.batch for s in stages]
-        na = (sum(ar_pair_count(b.attention_mask, b.loss_mask) for b in bs)
-              if bs and (self.ar_phase(bs[0]) or self.settings.ar_loss_weight) else torch.zeros((), dtype=torch.long))
-        return Counts(sum(count_tokens(b.loss_mask) for b in bs), na)
-
-    def causal_loss(self, model, b: Batch, counts: Counts) -> LossParts:
-        "Next-token CE of the clean batch under causal attention (the warm-up loss and the co-loss)."
-        logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask, causal=True, lazy_head=True).logits
-        return ar_loss(logits, b.input_ids, ar_pair_mask(b.attention_mask, b.loss_mask), counts.ar)
-
-    def loss(self, model, stage: Batch | Noised, counts: Counts) -> LossParts:
-        b, w = stage.batch, self.settings.ar_loss_weight
-        if not isinstance(stage, Noised): return self.causal_loss(model, b, counts)
-        logits = model(input_ids=stage.noisy_ids, attention_mask=b.attention_mask, lazy_head=True).logits
-        parts = mdlm_loss(logits, b.input_ids, stage.noise_mask, b.loss_mask, stage.p_mask, counts.diffusion)
-        if not w: return parts
-        ar = self.causal_loss(model, b, counts).ar_loss                # keeps what the warm-up learned
-        return LossParts(parts.loss + w * ar, parts.dllm_loss, ar)
-
-# %% ../nbs/08_strategies.ipynb
-@dataclass
-class HybridSettings:
-    "Settings of `hybrid` = its config section `hybrid:`; the `RUNTIME` fields come from `dllm.*` and the tokenizer."
-    block_size: Optional[int] = 4           # hybrid: masking block = collator fill = sampler block length; 1 = autoregressive (None: uniform masking, outside a config)
-    half_life_ratio: float = 0.25           # hybrid: late-position bias of blockwise masking, as a fraction of the block
-    diffusion_weight: float = 1.0           # hybrid: weight of the diffusion term, loss = w·D + AR (the reference's ar_loss_alpha)
-    response_fill: int = 40                 # hybrid: each training response is followed by supervised, attended EOS to this many tokens
-    mask_token_id: Optional[int] = field(default=None, metadata=RUNTIME)   # id that replaces a corrupted token (required)
-    eps: float = field(default=1e-3, metadata=RUNTIME)   # smallest corruption level (dllm.eps)
-    t_sampling: str = field(default='iid', metadata=RUNTIME)   # how t is drawn when block_size is None (dllm.t_sampling)
-    def problems(self, cfg=None) -> list[str]:
-        "What is wrong: with `cfg`, as config keys (`hybrid.*`); without, also the runtime values a strategy needs."
-        p = [] if (self.block_size is None and cfg is None) or (self.block_size or 0) >= 1 else [f"hybrid.block_size={self.block_size} must be >= 1"]
-        p += at_least('hybrid', self, dict(diffusion_weight=0, response_fill=1))
-        if self.half_life_ratio <= 0: p.append(f"hybrid.half_life_ratio={self.half_life_ratio} must be > 0")
-        return p + (mask_token_problems(cfg, 'hybrid') if cfg is not None else need_mask(self.mask_token_id, 'hybrid') + runtime_problems(self))
-    @classmethod
-    def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict:
-        "Its section's values plus the runtime ones."
-        return dict(section_values(cfg.hybrid), mask_token_id=mask_token_id, eps=cfg.dllm.eps, t_sampling=cfg.dllm.t_sampling)
-
-# %% ../nbs/08_strategies.ipynb
-class HybridStrategy:
-    "Blockwise late-biased masking (uniform when `block_size=None`) for a `HybridDiffusionLM`; loss = `diffusion_weight` * D + AR."
-    name, Settings = 'hybrid', HybridSettings
-    def __init__(self, settings: HybridSettings): self.settings = settings
-
-    def prepare(self, batch: Batch) -> Noised:
-        s = self.settings
-        if s.block_size is None: return uniform_masking(batch, s.mask_token_id, s.eps, s.t_sampling)
-        gens = row_generators(batch.sample_seeds, 'corruption')
-        return Noised(batch, *corrupt_blockwise(batch.input_ids, batch.loss_mask, s.mask_token_id, s.block_size, s.eps,
-                                                s.half_life_ratio, gens))
-
-    def denominators(self, stages: list[Noised]) -> Counts:
-        "Corrupted supervised tokens, and supervised next-token targets (positions >= 1)."
-        return Counts(sum(count_noise(s.noise_mask, s.batch.loss_mask) for s in stages),
-                      sum(count_tokens(s.batch.loss_mask[:, 1:]) for s in stages))
-
-    def loss(self, model, stage: Noised, counts: Counts) -> LossParts:
-        "One pass of the hybrid model (`08c_hybrid`): clean tokens + the `masked_indices` sidecar in, both logits out."
-        b = stage.batch
-        out = model(input_ids=b.input_ids, masked_indices=stage.noise_mask, attention_mask=b.attention_mask, lazy_head=True)
-        return hybrid_loss(out.logits, b.input_ids, stage.noise_mask, b.loss_mask, stage.p_mask, counts.diffusion, counts.ar,
-                           self.settings.diffusion_weight, ar_logits=out.causal_logits)
 
 # %% ../nbs/08_strategies.ipynb
 @dataclass
@@ -267,25 +161,3 @@ class BlockDiffusionStrategy:
         return block_diffusion_loss(out.logits, w.target_ids, w.loss_mask, counts.diffusion,
                                     enc_logits=out.encoder_logits if wt else None, enc_input_ids=b.input_ids,
                                     enc_pair_mask=self.encoder_pairs(b), num_ar=counts.ar, encoder_loss_weight=wt)
-
-# %% ../nbs/08_strategies.ipynb
-@dataclass
-class ARSettings:
-    "Settings of `ar` (causal SFT, the baseline): nothing beyond the shared data and training keys (no config section)."
-    @classmethod
-    def from_config(cls, cfg, mask_token_id, vocab_size, pad_token_id) -> dict: return {}
-
-class ARStrategy:
-    "Causal SFT: next-token CE on supervised tokens over the global count of supervised next-token pairs."
-    name, Settings = 'ar', ARSettings
-    def __init__(self, settings: ARSettings): self.settings = settings
-    def prepare(self, batch: Batch) -> Batch: return batch
-
-    def denominators(self, stages: list[Batch]) -> Counts:
-        "Supervised next-token pairs (also the validation weight)."
-        n = sum((ar_pair_count(b.attention_mask, b.loss_mask) for b in stages), torch.zeros((), dtype=torch.long))
-        return Counts(n, n)
-
-    def loss(self, model, b: Batch, counts: Counts) -> LossParts:
-        logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask, lazy_head=True).logits   # RowLogits (07_models)
-        return ar_loss(logits, b.input_ids, ar_pair_mask(b.attention_mask, b.loss_mask), counts.ar)

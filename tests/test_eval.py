@@ -9,7 +9,8 @@ from hypothesis import given, settings, strategies as st
 from dllm_nb.eval import (block_diffusion_losses, exact_match, generate_autoregressive, mdlm_nll_bound,
                           score_completion)
 from dllm_nb.sampling import CachedContext
-from dllm_nb.models import BlockDiffusionLM, MaskedDiffusionLM, build_backbone, tiny_config
+from dllm_nb.models import BlockDiffusionLM, build_backbone, tiny_config
+from dllm_nb.mdlm import MaskedDiffusionLM
 
 torch.set_num_threads(1)
 MASK = 2
