@@ -73,7 +73,8 @@ def synthetic_batch(B, S, vocab, block, seed=0):
 
 
 def build_bd(cfg, attn, dev, state=None):
-    from dllm_nb.models import BlockDiffusionLM, build_backbone
+    from dllm_nb.models import build_backbone
+    from dllm_nb.block_diffusion import BlockDiffusionLM
     torch.manual_seed(0)
     m = BlockDiffusionLM(build_backbone(cfg, attn_implementation=attn)).to(dev)
     if state is not None: m.load_state_dict(state)
@@ -223,7 +224,7 @@ def part_mfu(dev, smoke):
         # N = non-embedding parameters + the LM head (d*V): with tied embeddings the one matrix counts once, as the head
         N = sum(p.numel() for p in bb.parameters()) - (0 if cfg.tie_word_embeddings else V * d)
         if mode == 'block_diffusion':
-            from dllm_nb.models import BlockDiffusionLM
+            from dllm_nb.block_diffusion import BlockDiffusionLM
             model = BlockDiffusionLM(bb).to(dev)
             strat = get_strategy(mode, vocab_size=V, block_size=block, scored_blocks='all')
         else:

@@ -13,7 +13,8 @@ import torch.nn.functional as F
 from dllm_nb.collate import DLLMCollator
 from dllm_nb.core import sample_seeds
 from dllm_nb.data import builtin_examples, load_tokenizer, tokenize_example
-from dllm_nb.models import BlockDiffusionLM, build_backbone, tiny_config
+from dllm_nb.models import build_backbone, tiny_config
+from dllm_nb.block_diffusion import BlockDiffusionLM
 from dllm_nb.mdlm import MaskedDiffusionLM
 from dllm_nb.stages import Batch
 from dllm_nb.modes import get_strategy

@@ -38,7 +38,8 @@ from dllm_nb.block_diffusion import generate_block_diffusion
 from dllm_nb.checkpoint import load_checkpoint, saved_block_size
 from dllm_nb.mdlm import generate_mdlm
 from dllm_nb.sampling import encode_prompts
-from dllm_nb.models import BlockDiffusionLM, build_backbone, count_backbone_calls, tiny_config
+from dllm_nb.models import build_backbone, count_backbone_calls, tiny_config
+from dllm_nb.block_diffusion import BlockDiffusionLM
 from dllm_nb.mdlm import MaskedDiffusionLM
 
 

@@ -20,7 +20,7 @@ from .data import TASKS, task_answer, task_examples, task_reward, tokenize_examp
 from .tasks import TASK_FILES, TaskFileError, read_task_file
 from .generate import generate, steps_problem
 from .loss import token_ce
-from .models import BlockDiffusionLM
+from .block_diffusion import BlockDiffusionLM
 from .mdlm import MaskedDiffusionLM
 from .modes import mode_of_model
 from .sampling import GenerationOutput, cut_at_eos, encode_prompts, progress_bar, right_pad

@@ -20,7 +20,7 @@ from .sampling import GenerationOutput, Prompts, encode_prompts, progress_bar
 from .mdlm import MaskedDiffusionLM, MDLMCache, generate_mdlm, generate_mdlm_cached, mdlm_canvas, mdlm_unmask   # noqa: F401
 from .block_diffusion import denoise_step, generate_block_diffusion, keep_schedule         # noqa: F401
 from .ar import CausalLM, generate_autoregressive_cached                                  # noqa: F401
-from .models import BlockDiffusionLM                                                      # noqa: F401
+from .block_diffusion import BlockDiffusionLM                                                      # noqa: F401
 
 # %% auto 0
 __all__ = ['DEFAULT_MAX_NEW_TOKENS', 'step_options', 'generate', 'check_prompt_lengths', 'steps_problem', 'main']

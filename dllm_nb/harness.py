@@ -18,7 +18,7 @@ from .eval import mc_mean_se, mdlm_nll_bound, row_ce, saved_canvas, score_comple
 from .checkpoint import load_checkpoint, saved_block_size
 from .generate import generate
 from .sampling import progress_bar, right_pad
-from .models import BlockDiffusionLM
+from .block_diffusion import BlockDiffusionLM
 from .ar import CausalLM
 from .mdlm import MaskedDiffusionLM
 from .window import build_response_window

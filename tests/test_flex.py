@@ -20,7 +20,8 @@ from dllm_nb.hybrid import HybridDiffusionLM
 from dllm_nb.idlm import IntrospectiveDiffusionLM
 from dllm_nb.stages import Batch
 from dllm_nb.masks import DecoderMask, EncoderMask, block_diffusion_mask_mod, chunked_block_mask, encoder_mask_mod
-from dllm_nb.models import BlockDiffusionLM, build_backbone, tiny_config
+from dllm_nb.models import build_backbone, tiny_config
+from dllm_nb.block_diffusion import BlockDiffusionLM
 from dllm_nb.mdlm import MaskedDiffusionLM
 from dllm_nb.modes import get_strategy
 

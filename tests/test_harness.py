@@ -19,7 +19,8 @@ def run(*a, cwd, extra=()):
 def tiny_checkpoint(path, kind='ar'):
     "A tiny random checkpoint with the shipped tokenizer: `ar` (CausalLM) or `bd` (random-token block diffusion)."
     from dllm_nb.data import load_tokenizer
-    from dllm_nb.models import BlockDiffusionLM, build_backbone, tiny_config
+    from dllm_nb.models import build_backbone, tiny_config
+    from dllm_nb.block_diffusion import BlockDiffusionLM
     from dllm_nb.ar import CausalLM
     tok = load_tokenizer()
     torch.manual_seed(0)

@@ -13,7 +13,8 @@ ENV = {**os.environ, 'OMP_NUM_THREADS': '1', 'HF_HUB_OFFLINE': '1', 'TOKENIZERS_
 def make_init(d: Path, kind: str = 'block_diffusion') -> Path:
     "A tiny random policy of `kind` saved as a final/-style folder (weights + tokenizer)."
     from dllm_nb.data import load_tokenizer
-    from dllm_nb.models import BlockDiffusionLM, build_backbone, tiny_config
+    from dllm_nb.models import build_backbone, tiny_config
+    from dllm_nb.block_diffusion import BlockDiffusionLM
     from dllm_nb.ar import CausalLM
     from dllm_nb.mdlm import MaskedDiffusionLM
     tok = load_tokenizer(); torch.manual_seed(0)
