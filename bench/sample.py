@@ -33,14 +33,11 @@ from transformers.utils import logging as hf_logging
 from dllm_nb.data import builtin_examples
 from dllm_nb.eval import score_completion
 from dllm_nb.ar import generate_autoregressive_cached
-from dllm_nb.mdlm import generate_mdlm_cached
-from dllm_nb.block_diffusion import generate_block_diffusion
+from dllm_nb.mdlm import generate_mdlm_cached, generate_mdlm, MaskedDiffusionLM
+from dllm_nb.block_diffusion import generate_block_diffusion, BlockDiffusionLM
 from dllm_nb.checkpoint import load_checkpoint, saved_block_size
-from dllm_nb.mdlm import generate_mdlm
 from dllm_nb.sampling import encode_prompts
 from dllm_nb.models import build_backbone, count_backbone_calls, tiny_config
-from dllm_nb.block_diffusion import BlockDiffusionLM
-from dllm_nb.mdlm import MaskedDiffusionLM
 
 
 CLOCK = time.process_time

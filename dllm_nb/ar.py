@@ -10,13 +10,15 @@ from torch import nn
 from dataclasses import dataclass
 from torch import Tensor
 from .loss import LossParts, ar_loss, ar_pair_count, ar_pair_mask
+from .mdlm import mdlm_likelihood   # eval's number for ar: the MDLM bound formula on the causal model (as it always was)
 from .models import DLLMOutput, DLLMWrapper, RowLogits, hidden_as_logits
 from .registry import Mode, register_mode
 from .sampling import GenerationOutput, Prompts, cut_at_eos, encode_prompts, model_device, right_pad, row_seeds, token_id
 from .stages import Batch, Counts
 
 # %% auto 0
-__all__ = ['AR', 'CausalLM', 'ARSettings', 'ARStrategy', 'generate_autoregressive_cached', 'sample_ar', 'ar_completion_logprobs']
+__all__ = ['AR', 'CausalLM', 'ARSettings', 'ARStrategy', 'generate_autoregressive_cached', 'ar_loglikelihood',
+           'ar_loglikelihood_hook', 'ar_likelihood_kind', 'sample_ar', 'ar_completion_logprobs']
 
 # %% ../nbs/08f_ar.ipynb
 class CausalLM(DLLMWrapper):
@@ -77,6 +79,26 @@ def generate_autoregressive_cached(model: nn.Module, prompts: Prompts, max_new_t
     return GenerationOutput([cut_at_eos(r, eos) for r in canvas], canvas, canvas.shape[1])
 
 # %% ../nbs/08f_ar.ipynb
+@torch.no_grad()
+def ar_loglikelihood(model: CausalLM, input_ids: Tensor, loss_mask: Tensor, attention_mask: Tensor) -> tuple[Tensor, Tensor]:
+    "Exact `(log p [B], is_greedy [B])` of the supervised tokens of a causal LM."
+    logp = model(input_ids, attention_mask).logits[:, :-1].float().log_softmax(-1)
+    tgt, sel = input_ids[:, 1:], loss_mask[:, 1:].bool()
+    tok_lp = logp.gather(-1, tgt[..., None])[..., 0]
+    greedy = (logp.argmax(-1) == tgt) | ~sel
+    return (tok_lp * sel).sum(-1).double(), greedy.all(-1)
+
+# %% ../nbs/08f_ar.ipynb
+def ar_loglikelihood_hook(model: CausalLM, input_ids: Tensor, loss_mask: Tensor, attention_mask: Tensor, **_) -> tuple[Tensor, list, Tensor]:
+    "lm-eval's answer: `(log p [B], is_greedy [B], se [B] = 0)`, exact."
+    lp, greedy = ar_loglikelihood(model, input_ids, loss_mask, attention_mask)
+    return lp, greedy.tolist(), torch.zeros_like(lp)
+
+def ar_likelihood_kind(model: CausalLM, n_samples: int) -> str:
+    "What `ar_loglikelihood_hook` returns, in words."
+    return 'the exact log-likelihood'
+
+# %% ../nbs/08f_ar.ipynb
 def sample_ar(model, prompts, tokenizer=None, max_new_tokens: int = 32, block_size=None, **kw):
     "Decoding with HF `generate` and its KV cache: greedy, or sampled at `temperature` > 0 (`steps`, `block_size` do not apply)."
     return generate_autoregressive_cached(model, prompts, max_new_tokens, tokenizer, **kw)
@@ -95,5 +117,6 @@ def ar_completion_logprobs(model: nn.Module, prompt_ids, completion_ids, estimat
 
 AR = register_mode(Mode('ar', None, ARStrategy, build=lambda cfg, tok, backbone, verbose=True: (CausalLM(backbone), None),
                         sample=sample_ar, model_classes=(CausalLM,), second_loss='causal_loss', card_title='A causal LM (the `ar` baseline)',
-                        completion_logprobs=ar_completion_logprobs,
+                        completion_logprobs=ar_completion_logprobs, likelihood=mdlm_likelihood, loglikelihood=ar_loglikelihood_hook,
+                        likelihood_kind=ar_likelihood_kind, exact_likelihood=True,
                         card_note="it is an ordinary causal LM, and `generate` is how it samples"))

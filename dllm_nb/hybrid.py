@@ -24,7 +24,7 @@ from .strategies import at_least, mask_token_problems, need_mask, runtime_proble
 # %% auto 0
 __all__ = ['HYBRID', 'hybrid_mask_mod', 'hybrid_mask', 'hybrid_block_mask', 'HybridOutput', 'HybridDiffusionLM', 'hybrid_nll',
            'HybridSettings', 'HybridStrategy', 'accepted_length', 'speculative_step', 'generate_hybrid',
-           'generate_hybrid_ar', 'build_hybrid', 'sample_hybrid']
+           'generate_hybrid_ar', 'hybrid_likelihood', 'build_hybrid', 'sample_hybrid']
 
 # %% ../nbs/08c_hybrid.ipynb
 def hybrid_mask_mod(seq_len: int, block_size: int, attention_mask: Optional[Tensor] = None) -> MaskMod:
@@ -235,6 +235,11 @@ def generate_hybrid_ar(model: HybridDiffusionLM, prompts: Prompts, max_new_token
     return GenerationOutput(cut, canvas, max_new_tokens)
 
 # %% ../nbs/08c_hybrid.ipynb
+def hybrid_likelihood(model: HybridDiffusionLM, input_ids: Tensor, loss_mask: Tensor, attention_mask: Optional[Tensor] = None, **_) -> dict:
+    "Eval's likelihood numbers: `hybrid_nll` (the AR copy's exact NLL per supervised token, `ar_nll`), and `n_tokens`."
+    return hybrid_nll(model, input_ids, loss_mask, attention_mask)
+
+# %% ../nbs/08c_hybrid.ipynb
 def build_hybrid(cfg, tokenizer, backbone, verbose: bool = True):
     "`(HybridDiffusionLM, mask_token_id)`: clean copy causal, noisy copy block-wise, blocks of `hybrid.block_size`."
     mask_id = masked_backbone(cfg, tokenizer, backbone, verbose)
@@ -245,6 +250,7 @@ def sample_hybrid(model, prompts, tokenizer=None, max_new_tokens: int = 32, bloc
     return generate_hybrid(model, prompts, max_new_tokens, tokenizer, **kw)
 
 HYBRID = register_mode(Mode('hybrid', HybridSettings, HybridStrategy, build_hybrid, sample_hybrid, model_classes=(HybridDiffusionLM,),
+                            likelihood=hybrid_likelihood,
                             collate=lambda cfg: dict(block_size=cfg.hybrid.block_size, response_fill=cfg.hybrid.response_fill),
                             second_loss='causal_loss',   # the clean copy's next-token loss
                             renamed=dict(ar_loss_alpha=('diffusion_weight', 'it weights the diffusion term: loss = w * D + AR'))))

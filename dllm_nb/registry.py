@@ -26,7 +26,7 @@ def section_values(section) -> dict:
 
 # %% ../nbs/06c_registry.ipynb
 def _no_options(cfg) -> dict:
-    "No options: the default `collate` and `final_record` of a mode."
+    "No options: the default `collate`, `final_record` and `likelihood_collate` of a mode."
     return {}
 
 @dataclass(frozen=True)
@@ -50,6 +50,11 @@ class Mode:
     card_title: str = 'A diffusion LM'      # what its final/ model card says the checkpoint is
     card_note: str = ''                     # how the final/ backbone relates to plain `transformers` generate (model card)
     completion_logprobs: Optional[Callable] = None  # (model, prompt_ids, completion_ids, estimator=, seeds=, tokenizer=, **kw) -> [B, L] per-token log-prob estimates (RL, 16_rl); None: no RL
+    likelihood: Optional[Callable] = None   # (model, input_ids, loss_mask, attention_mask, tokenizer=, block_size=, n_samples=, seeds=) -> {name: per-token float, n_tokens: [B]} (13_eval); None: none
+    likelihood_collate: Callable = _no_options   # block_size -> DLLMCollator keyword arguments of the batches `likelihood` scores
+    loglikelihood: Optional[Callable] = None     # (model, input_ids, loss_mask, attention_mask, tokenizer=, block_size=, n_samples=, seeds=) -> (log p [B], is_greedy [B], se [B]) (13a_harness); None: none
+    likelihood_kind: Optional[Callable] = None   # (model, n_samples) -> what `loglikelihood` returns, in words
+    exact_likelihood: bool = False               # `loglikelihood` is exact: no Monte-Carlo error to report
 
     def section(self, cfg):
         "This mode's settings in `cfg` (`None` when it has none)."

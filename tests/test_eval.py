@@ -6,12 +6,10 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings, strategies as st
 
-from dllm_nb.eval import (block_diffusion_losses, exact_match, generate_autoregressive, mdlm_nll_bound,
-                          score_completion)
-from dllm_nb.block_diffusion import CachedContext
+from dllm_nb.eval import exact_match, generate_autoregressive, score_completion
+from dllm_nb.block_diffusion import block_diffusion_losses, CachedContext, BlockDiffusionLM
+from dllm_nb.mdlm import mdlm_nll_bound, MaskedDiffusionLM
 from dllm_nb.models import build_backbone, tiny_config
-from dllm_nb.block_diffusion import BlockDiffusionLM
-from dllm_nb.mdlm import MaskedDiffusionLM
 
 torch.set_num_threads(1)
 MASK = 2

@@ -11,12 +11,10 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from dllm_nb.block_diffusion import generate_block_diffusion
+from dllm_nb.block_diffusion import generate_block_diffusion, BlockDiffusionLM
 from dllm_nb.checkpoint import load_checkpoint
-from dllm_nb.mdlm import generate_mdlm
+from dllm_nb.mdlm import generate_mdlm, MaskedDiffusionLM
 from dllm_nb.models import build_backbone, tiny_config
-from dllm_nb.block_diffusion import BlockDiffusionLM
-from dllm_nb.mdlm import MaskedDiffusionLM
 from dllm_nb.sampling import NEW
 
 V, MASK, EOS = 64, 2, 1

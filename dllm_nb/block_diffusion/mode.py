@@ -5,12 +5,13 @@
 # %% ../../nbs/08e_block_diffusion.ipynb 2
 from __future__ import annotations
 from dataclasses import dataclass, field, replace
-from typing import Literal, Optional
+from typing import Literal, NamedTuple, Optional
 import torch
 from torch import Tensor
 from ..core import rand_rows, randint_rows, row_generators
-from ..corruption import corrupt_uniform, corrupt_uniform_random, likelihood_views
-from ..loss import LossParts, ar_pair_mask, block_diffusion_loss, count_tokens
+from ..collate import check_single_turn, first_supervised
+from ..corruption import corrupt_uniform, corrupt_uniform_random, likelihood_views, sample_t
+from ..loss import LossParts, ar_pair_mask, block_diffusion_loss, count_tokens, mc_mean_se, row_ce
 from ..mdlm import masked_backbone
 from ..registry import RUNTIME, Mode, register_mode, section_values
 from ..sampling import model_device, right_pad, row_seeds, token_id
@@ -23,7 +24,9 @@ from .speculative import generate_block_speculative
 
 # %% auto 0
 __all__ = ['BLOCK_DIFFUSION', 'BlockDiffusionSettings', 'BlockDiffusionStrategy', 'build_block_diffusion',
-           'block_diffusion_completion_logprobs', 'sample_block_diffusion']
+           'block_diffusion_completion_logprobs', 'block_diffusion_losses', 'NLLEstimate', 'block_diffusion_nll',
+           'block_diffusion_likelihood', 'block_diffusion_loglikelihood', 'block_diffusion_likelihood_kind',
+           'sample_block_diffusion']
 
 # %% ../../nbs/08e_block_diffusion.ipynb
 @dataclass
@@ -136,6 +139,80 @@ def block_diffusion_completion_logprobs(model: BlockDiffusionLM, prompt_ids, com
     return out[:, :L] * (torch.arange(L, device=device)[None] < torch.tensor([len(c) for c in completion_ids], device=device)[:, None])
 
 # %% ../../nbs/08e_block_diffusion.ipynb
+@torch.no_grad()
+def block_diffusion_losses(model: BlockDiffusionLM, input_ids: Tensor, loss_mask: Tensor, block_size: int,
+                           attention_mask: Optional[Tensor] = None, n_samples: int = 8, seeds=None,
+                           eps: float = 1e-3) -> dict:
+    "Per-token `denoising_loss` (not a bound), `one_step_nll_bound` and `encoder_nll` (see the text), with `per_example`."
+    (B, S), dev = input_ids.shape, input_ids.device
+    sup = loss_mask.bool()
+    check_single_turn(sup.cpu())                                       # one response per example, as in training
+    enc_am = sup if attention_mask is None else attention_mask.bool() | sup
+    enc_am = enc_am | (torch.arange(S, device=dev)[None] < first_supervised(sup)[:, None])   # the prompt is content
+    seeds = torch.arange(B) if seeds is None else torch.as_tensor(list(seeds))
+    w = build_response_window(input_ids, input_ids, torch.zeros_like(sup), loss_mask, torch.ones(B, S, device=dev),
+                              enc_am.long(), block_size, seeds, scored_blocks='all')   # the training window, every block scored
+    state = model.encode(input_ids, w.encoder_mask, return_logits=True)
+    gens = row_generators(seeds, 'validation')
+    ts, V = torch.stack([sample_t(n_samples, g, 'stratified') for g in gens]), model.backbone.get_input_embeddings().num_embeddings
+    sums = dict(denoising_loss=0., one_step_nll_bound=0.)
+    for k in range(n_samples):
+        for name, t, e in (('denoising_loss', ts[:, k], eps), ('one_step_nll_bound', torch.ones(B), 0.)):
+            noisy = (corrupt_uniform_random(w.target_ids, w.loss_mask, V, e, gens, t) if model.mask_token_id is None else
+                     corrupt_uniform(w.target_ids, w.loss_mask, model.mask_token_id, e, gens, t=t))[0]   # its training noise
+            logits = model.canvas_logits(state, noisy, w.decoder_mask, w.decoder_position_ids)
+            sums[name] = sums[name] + row_ce(logits, w.target_ids, w.loss_mask) / n_samples
+    sums['encoder_nll'] = row_ce(state.logits[:, :-1], input_ids[:, 1:], sup[:, 1:])
+    L = w.loss_mask.sum(-1)
+    return {**{k: (v.sum() / L.sum()).item() for k, v in sums.items()}, 'per_example': sums, 'n_tokens': L}
+
+# %% ../../nbs/08e_block_diffusion.ipynb
+class NLLEstimate(NamedTuple):
+    "A Monte-Carlo NLL bound per example: `nll [B]` (nats, the mean of `n_samples` draws) and its standard error `se [B]`."
+    nll: Tensor
+    se: Tensor
+    n_samples: int
+
+@torch.no_grad()
+def block_diffusion_nll(model: BlockDiffusionLM, input_ids: Tensor, loss_mask: Tensor, attention_mask: Tensor,
+                        block_size: int, n_samples: int = 8, seeds=None) -> NLLEstimate:
+    "Per-example NLL bound of the supervised run with its MC error: blockwise ELBO (mask noise) or one-step CE (random noise)."
+    B, dev = len(input_ids), input_ids.device
+    seeds = list(range(B)) if seeds is None else [int(s) for s in seeds]
+    w = build_response_window(input_ids, input_ids, torch.zeros_like(loss_mask), loss_mask, torch.ones(input_ids.shape, device=dev),
+                              attention_mask, block_size, torch.as_tensor(seeds), scored_blocks='all')
+    state = model.encode(input_ids, w.encoder_mask, return_logits=model.shift_logits)
+    gens, V, mask_id = row_generators(seeds, 'validation'), model.backbone.get_input_embeddings().num_embeddings, model.mask_token_id
+    ts = torch.ones(B, n_samples) if mask_id is None else torch.stack([sample_t(n_samples, g, 'stratified') for g in gens])
+    draws = []
+    for k in range(n_samples):                   # random tokens: t = 1 replaces every supervised token (the one-step bound)
+        noisy, noise, _ = (corrupt_uniform_random(w.target_ids, w.loss_mask, V, 0., gens, ts[:, k]) if mask_id is None else
+                           corrupt_uniform(w.target_ids, w.loss_mask, mask_id, 0., gens, t=ts[:, k]))
+        logits = model.canvas_logits(state, noisy, w.decoder_mask, w.decoder_position_ids)
+        draws.append(row_ce(logits, w.target_ids, noise) / ts[:, k].double().to(dev))
+    return NLLEstimate(*mc_mean_se(torch.stack(draws)), n_samples)
+
+# %% ../../nbs/08e_block_diffusion.ipynb
+def block_diffusion_likelihood(model: BlockDiffusionLM, input_ids: Tensor, loss_mask: Tensor, attention_mask: Optional[Tensor] = None,
+                               tokenizer=None, block_size: int = 4, n_samples: int = 8, seeds=None, **_) -> dict:
+    "Eval's likelihood numbers: `block_diffusion_losses` (`denoising_loss`, `one_step_nll_bound`, `encoder_nll`), and `n_tokens`."
+    return block_diffusion_losses(model, input_ids, loss_mask, block_size, attention_mask, n_samples, seeds)
+
+def block_diffusion_loglikelihood(model: BlockDiffusionLM, input_ids: Tensor, loss_mask: Tensor, attention_mask: Tensor,
+                                  tokenizer=None, block_size: int = 4, n_samples: int = 8, seeds=None, **_) -> tuple[Tensor, list, Tensor]:
+    "lm-eval's answer: `(-bound [B], is_greedy [B] (not computed: False), se [B])` from `block_diffusion_nll`."
+    nll, se, _ = block_diffusion_nll(model, input_ids, loss_mask, attention_mask, block_size, n_samples, seeds)
+    return -nll, [False] * len(nll), se
+
+def block_diffusion_likelihood_kind(model: BlockDiffusionLM, n_samples: int) -> str:
+    "What `block_diffusion_loglikelihood` returns for `model`, in words (its noise decides which bound)."
+    if model.mask_token_id is None: return f'minus the one-step NLL bound (random-token canvases), {n_samples} draws per request'
+    return f"minus the blockwise MDLM ELBO, {n_samples} stratified t per request"
+
+def _likelihood_collate(block_size: int) -> dict:
+    return dict(block_size=block_size, response_window=True)
+
+# %% ../../nbs/08e_block_diffusion.ipynb
 def sample_block_diffusion(model, prompts, tokenizer=None, max_new_tokens: int = 32, block_size=None,
                            steps_per_block=None, verified: bool = False, **kw):
     "`generate_block_diffusion` with the registry's defaults: blocks of `block_size` (4), `steps_per_block` (one per token); `verified`: `generate_block_speculative`."
@@ -158,5 +235,6 @@ BLOCK_DIFFUSION = register_mode(Mode(
     model_classes=(BlockDiffusionLM,), collate=_collate, sampler_options=('steps_per_block', 'threshold', 'verified'),
     final_record=lambda cfg: dict(self_conditioning=cfg.block_diffusion.self_conditioning),
     second_loss='encoder_loss',                  # the encoder's next-token loss (block_diffusion.encoder_loss_weight)
-    completion_logprobs=block_diffusion_completion_logprobs,
+    completion_logprobs=block_diffusion_completion_logprobs, likelihood=block_diffusion_likelihood, likelihood_collate=_likelihood_collate,
+    loglikelihood=block_diffusion_loglikelihood, likelihood_kind=block_diffusion_likelihood_kind,
     card_note="its causal encoder was trained with a next-token loss, so plain `generate` also works left to right"))
