@@ -15,6 +15,7 @@ from torch.nn.attention.flex_attention import create_block_mask
 
 import dllm_nb.hybrid as hybrid_mod
 import dllm_nb.idlm as idlm_mod
+import dllm_nb.mdlm as mdlm_mod
 from dllm_nb import masks, models
 from dllm_nb.hybrid import HybridDiffusionLM
 from dllm_nb.idlm import IntrospectiveDiffusionLM
@@ -72,7 +73,7 @@ def bd_inputs(strategy, st) -> dict:
 
 def _no_dense(*a, **k): raise AssertionError('the Flex training path built a dense mask')
 
-DENSE_BUILDERS = [(models, 'dense_to_block_mask'), (models, 'mdlm_attention_mask'), (masks, 'build_batched_block_mask'),
+DENSE_BUILDERS = [(models, 'dense_to_block_mask'), (mdlm_mod, 'mdlm_attention_mask'), (masks, 'build_batched_block_mask'),
                   (masks, 'build_encoder_mask'), (masks, 'dense_mask'), (idlm_mod, 'idlm_mask'),
                   (hybrid_mod, 'hybrid_mask')]
 
