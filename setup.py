@@ -48,7 +48,7 @@ setup(
     python_requires=f">={cfg['min_python']}",
     # The presets in the repository's configs/ travel as dllm_nb/configs/ (one copy: `--config default` resolves there
     # after a plain `pip install`); the data folders are listed as packages so setuptools ships them without warnings.
-    packages=find_packages(include=['dllm_nb']) + ['dllm_nb.assets', 'dllm_nb.assets.tokenizer', 'dllm_nb.assets.prompts', 'dllm_nb.configs'],
+    packages=find_packages(include=['dllm_nb', 'dllm_nb.*']) + ['dllm_nb.assets', 'dllm_nb.assets.tokenizer', 'dllm_nb.assets.prompts', 'dllm_nb.configs'],
     package_dir={'dllm_nb.configs': 'configs'},
     include_package_data=True,
     package_data={'dllm_nb.assets.tokenizer': ['*'], 'dllm_nb.assets.prompts': ['*.jsonl', '*.jsonl.gz'], 'dllm_nb.configs': ['*.yaml']},

@@ -30,7 +30,7 @@ exists. Columns:
     token, at batch 16 on all prompts (measured with the exact match, cached) and at batch 1 on the first `--speed-n`
     prompts of each task (every row in this process, round robin, best of `--repeats`). A diffusion row is timed
     with its fastest sampler whose exact match is no more than 0.02 below its most accurate sampler's. A shifted
-    model also has `verified` (dllm_nb.block_speculative): the canvas drafts a block, the encoder head verifies it in
+    model also has `verified` (dllm_nb.block_diffusion.speculative): the canvas drafts a block, the encoder head verifies it in
     the same call, so its tokens are the encoder's greedy decoding and a call yields 1 + accepted draft tokens;
     `drafts <=4 rows` drafts only while at most 4 rows are live (at batch 16 a drafted call costs more CPU than the
     tokens it saves), and `no drafts (reference)` is the encoder's plain greedy decoding through the same KV cache
@@ -124,7 +124,7 @@ def run_stats(out: Path) -> dict:
 def samplers_for(model, tok, thresholds):
     from dllm_nb.ar import generate_autoregressive_cached
     from dllm_nb.block_diffusion import generate_block_diffusion
-    from dllm_nb.models import BlockDiffusionLM
+    from dllm_nb.block_diffusion import BlockDiffusionLM
     if not isinstance(model, BlockDiffusionLM):
         return {'AR (HF generate + KV cache)': (lambda p, n, s: generate_autoregressive_cached(model, p, n, tok), model.backbone)}
     b = model.block_size or 4                  # no early stop on a repeated argmax: each row is its rule, nothing else
@@ -133,7 +133,7 @@ def samplers_for(model, tok, thresholds):
                        model.backbone)
     out = {f'b={b}, schedule': bd(), **{f'b={b}, tau={t}': bd(threshold=t) for t in thresholds}}
     if model.shift_logits:                     # canvas drafts, encoder head verifies: the encoder's greedy output
-        from dllm_nb.block_speculative import generate_block_speculative
+        from dllm_nb.block_diffusion import generate_block_speculative
         out[f'b={b}, verified'] = (lambda p, n, s: generate_block_speculative(model, p, n, tok, seeds=s), model.backbone)
         out[f'b={b}, verified, drafts <={DRAFT_ROWS} rows'] = (lambda p, n, s: generate_block_speculative(
             model, p, n, tok, seeds=s, max_draft_rows=DRAFT_ROWS), model.backbone)

@@ -75,7 +75,8 @@ def synthetic_batch(B, S, vocab, block, seed=0):
 
 
 def build_bd(cfg, attn, dev, state=None):
-    from dllm_nb.models import BlockDiffusionLM, build_backbone
+    from dllm_nb.models import build_backbone
+    from dllm_nb.block_diffusion import BlockDiffusionLM
     torch.manual_seed(0)
     m = BlockDiffusionLM(build_backbone(cfg, attn_implementation=attn)).to(dev)
     if state is not None: m.load_state_dict(state)
@@ -121,7 +122,7 @@ def timed_steps(fn, dev, n, warmup):
 
 def part_flex(dev, smoke):
     from dllm_nb.models import tiny_config
-    from dllm_nb.strategies import get_strategy
+    from dllm_nb.modes import get_strategy
     from dllm_nb.stages import Batch
     vocab, block = (64, 4) if smoke else (32000, 16)
     cfg = tiny_config('llama', vocab_size=vocab, **(dict(hidden_size=64, num_layers=2) if smoke else
@@ -213,8 +214,9 @@ def step_flops(n_params, L, d, passes):
 
 
 def part_mfu(dev, smoke):
-    from dllm_nb.models import MaskedDiffusionLM, tiny_config, build_backbone
-    from dllm_nb.strategies import get_strategy
+    from dllm_nb.models import tiny_config, build_backbone
+    from dllm_nb.mdlm import MaskedDiffusionLM
+    from dllm_nb.modes import get_strategy
     from dllm_nb.stages import Batch
     shape = (dict(vocab_size=512, hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=128)
              if smoke else dict(vocab_size=151936, hidden_size=896, num_layers=24, num_heads=14, num_kv_heads=2,
@@ -230,7 +232,7 @@ def part_mfu(dev, smoke):
         # N = non-embedding parameters + the LM head (d*V): with tied embeddings the one matrix counts once, as the head
         N = sum(p.numel() for p in bb.parameters()) - (0 if cfg.tie_word_embeddings else V * d)
         if mode == 'block_diffusion':
-            from dllm_nb.models import BlockDiffusionLM
+            from dllm_nb.block_diffusion import BlockDiffusionLM
             model = BlockDiffusionLM(bb).to(dev)
             strat = get_strategy(mode, vocab_size=V, block_size=block, scored_blocks='all')
         else:

@@ -33,10 +33,10 @@ from transformers.utils import logging as hf_logging
 from common import best_of, one_thread, run_samplers
 from dllm_nb.data import builtin_examples
 from dllm_nb.ar import generate_autoregressive_cached
-from dllm_nb.mdlm import generate_mdlm, generate_mdlm_cached
-from dllm_nb.block_diffusion import generate_block_diffusion
+from dllm_nb.mdlm import generate_mdlm, generate_mdlm_cached, MaskedDiffusionLM
+from dllm_nb.block_diffusion import generate_block_diffusion, BlockDiffusionLM
 from dllm_nb.checkpoint import load_checkpoint, saved_block_size
-from dllm_nb.models import BlockDiffusionLM, MaskedDiffusionLM, build_backbone, count_backbone_calls, tiny_config
+from dllm_nb.models import build_backbone, count_backbone_calls, tiny_config
 
 
 def cache_table(args):

@@ -3,7 +3,7 @@
     python bench/verified.py --checkpoint runs/adapt/bd/final          # the bd row of bench/adapt.py
     python bench/verified.py --checkpoint runs/adapt/bd/final --dtypes float32 bfloat16
 
-`dllm_nb.block_speculative` decodes a block-diffusion model trained with `shift_logits` by its encoder's greedy rule:
+`dllm_nb.block_diffusion.speculative` decodes a block-diffusion model trained with `shift_logits` by its encoder's greedy rule:
 each backbone call verifies the previous call's draft with the causal (clean) rows and drafts the next block with the
 canvas rows. Its tokens are exactly what Hugging Face `generate` gives on the same backbone, so this bench compares the
 two on the SAME weights, which separates the two things that set the speed-up:
@@ -26,7 +26,7 @@ from common import ROOT, heldout_examples, one_thread, run_samplers, timed
 
 def teacher_forced_drafts(model, prompts, greedy, seeds):
     "Per prompt and output position k: the canvas's drafts (tokens, probabilities) after prompt + greedy[:k]; batched, one call per position."
-    from dllm_nb.block_speculative import VerifyContext
+    from dllm_nb.block_diffusion import VerifyContext
     from dllm_nb.core import randint_rows, row_generators
     b, V = model.block_size, model.backbone.get_input_embeddings().num_embeddings
     ctx, gens = VerifyContext(model, prompts), row_generators(seeds, 'sampling')
@@ -50,7 +50,7 @@ def teacher_forced_drafts(model, prompts, greedy, seeds):
 
 def draft_accuracy(model, tok, prompts, max_new):
     "Per draft position: accuracy and count; calibration bins; P(first k drafts right); from teacher-forced drafts."
-    from dllm_nb.block_speculative import generate_block_speculative
+    from dllm_nb.block_diffusion import generate_block_speculative
     greedy, drafts = [], []
     for s in range(0, len(prompts), 16):
         out = generate_block_speculative(model, prompts[s:s + 16], max_new, tok, chat=False, seeds=list(range(s, min(s + 16, len(prompts)))))
@@ -77,7 +77,7 @@ def draft_accuracy(model, tok, prompts, max_new):
 def call_costs(model, prompt, batch, reps):
     "CPU ms (median of `reps`) of one AR step and of one verified call with 1 and b clean rows + b canvas rows, after `prompt`."
     from transformers import DynamicCache
-    from dllm_nb.block_speculative import VerifyContext
+    from dllm_nb.block_diffusion import VerifyContext
     b, V, bb = model.block_size, model.backbone.get_input_embeddings().num_embeddings, model.backbone
     ps = [prompt] * batch
     def verify(nc):
@@ -114,7 +114,7 @@ def main():
     from transformers.utils import logging as hf_logging
     hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar()
     from dllm_nb.ar import generate_autoregressive_cached
-    from dllm_nb.block_speculative import generate_block_speculative
+    from dllm_nb.block_diffusion import generate_block_speculative
     from dllm_nb.checkpoint import load_checkpoint
     from dllm_nb.sampling import encode_prompts
     model, tok = load_checkpoint(args.checkpoint, 'cpu')

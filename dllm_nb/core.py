@@ -121,8 +121,9 @@ def printable(text: str) -> str:
 
 # %% ../nbs/00_core.ipynb
 def moved_names(module: str, moved: dict) -> Callable:
-    "A module-level `__getattr__` for `module`: a name in `moved` (`{name: its new module}`) raises an `ImportError` naming its new place."
+    "A module-level `__getattr__` for `module`: a name in `moved` (`{name: its new module}`, or what to write instead) raises an `ImportError` naming its new place."
     def __getattr__(name: str):
+        if name in moved and ' ' in moved[name]: raise ImportError(f"{name} is no longer in {module}: {moved[name]}")
         if name in moved: raise ImportError(f"{name} moved from {module} to dllm_nb.{moved[name]}: from dllm_nb.{moved[name]} import {name}")
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
     return __getattr__

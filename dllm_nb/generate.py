@@ -13,14 +13,14 @@ from fastcore.imports import IN_NOTEBOOK
 from .checkpoint import load_checkpoint, saved_block_size, saved_run
 from .cli import at_least, at_least_float, cli_device, debug_requested, load_error, off_or_at_least
 from .core import moved_names
-from .models import BlockDiffusionLM, CausalLM, MaskedDiffusionLM   # noqa: F401  (re-exported)
 from .modes import mode_of_model
 from . import sampling
 from .sampling import GenerationOutput, Prompts, encode_prompts, progress_bar
-# each mode's sampler lives with its mode; these old import paths keep working (`from dllm_nb.generate import generate_mdlm`)
-from .mdlm import MDLMCache, generate_mdlm, generate_mdlm_cached, mdlm_canvas, mdlm_unmask   # noqa: F401
+# each mode's sampler and model live with its mode; these old import paths keep working (`from dllm_nb.generate import generate_mdlm`)
+from .mdlm import MaskedDiffusionLM, MDLMCache, generate_mdlm, generate_mdlm_cached, mdlm_canvas, mdlm_unmask   # noqa: F401
 from .block_diffusion import denoise_step, generate_block_diffusion, keep_schedule         # noqa: F401
-from .ar import generate_autoregressive_cached                                            # noqa: F401
+from .ar import CausalLM, generate_autoregressive_cached                                  # noqa: F401
+from .block_diffusion import BlockDiffusionLM                                                      # noqa: F401
 
 # %% auto 0
 __all__ = ['DEFAULT_MAX_NEW_TOKENS', 'step_options', 'generate', 'check_prompt_lengths', 'steps_problem', 'main']

@@ -6,20 +6,18 @@
 from __future__ import annotations
 import inspect, json, random, re, sys
 from pathlib import Path
-from typing import NamedTuple, Optional, Sequence, Union
+from typing import Optional, Sequence, Union
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 from fastcore.basics import patch
 from fastcore.imports import IN_NOTEBOOK
-from .core import row_generators
-from .corruption import corrupt_uniform, corrupt_uniform_random, sample_t
+from .core import moved_names
 from .data import addition_response, builtin_examples
-from .eval import mc_mean_se, mdlm_nll_bound, row_ce, saved_canvas, score_completion
+from .eval import saved_canvas, score_completion
 from .checkpoint import load_checkpoint, saved_block_size
 from .generate import generate
 from .sampling import progress_bar, right_pad
-from .models import BlockDiffusionLM, CausalLM, MaskedDiffusionLM
-from .window import build_response_window
+from .modes import MODES, Mode, mode_of_model
 EVAL_EXTRA = 'pip install -e .[eval]'
 try:                                       # lm-eval is an optional extra: say how to get it, in one line
     from lm_eval.api.model import LM
@@ -31,10 +29,13 @@ except ImportError as e:
 
 # %% auto 0
 __all__ = ['EVAL_EXTRA', 'LM_EVAL_KEYS', 'HARNESS_TASKS', 'TASK_TEMPLATE', 'MC_TEMPLATE', 'SCORING_HOOK', 'pair_batch',
-           'ar_loglikelihood', 'NLLEstimate', 'block_diffusion_nll', 'register_once', 'DLLMEvalLM', 'cut_at_stop',
-           'request_seeds', 'harness_generate_until', 'harness_loglikelihood', 'harness_loglikelihood_rolling',
-           'process_results', 'addition_choices', 'mc_examples', 'write_tasks', 'harness_evaluate', 'local_tasks',
-           'skip_builtin_index', 'main']
+           'register_once', 'DLLMEvalLM', 'cut_at_stop', 'request_seeds', 'harness_generate_until', 'likelihood_mode',
+           'harness_loglikelihood', 'harness_loglikelihood_rolling', 'process_results', 'addition_choices',
+           'mc_examples', 'write_tasks', 'harness_evaluate', 'local_tasks', 'skip_builtin_index', 'main']
+
+# %% ../nbs/13a_harness.ipynb
+# each mode's log-likelihood lives with its mode (its record's `loglikelihood` hook)
+__getattr__ = moved_names(__name__, dict(ar_loglikelihood='ar', block_diffusion_nll='block_diffusion', NLLEstimate='block_diffusion'))
 
 # %% ../nbs/13a_harness.ipynb
 def pair_batch(tok, pairs: Sequence[tuple[str, str]], device=None) -> tuple[Tensor, Tensor, Tensor]:
@@ -47,42 +48,6 @@ def pair_batch(tok, pairs: Sequence[tuple[str, str]], device=None) -> tuple[Tens
     ids, L = right_pad(rows, tok.pad_token_id or 0, device=device)
     am = (torch.arange(ids.shape[1], device=ids.device)[None] < L[:, None]).long()
     return ids, right_pad(sup, 0, ids.shape[1], ids.device)[0], am
-
-# %% ../nbs/13a_harness.ipynb
-@torch.no_grad()
-def ar_loglikelihood(model: CausalLM, input_ids: Tensor, loss_mask: Tensor, attention_mask: Tensor) -> tuple[Tensor, Tensor]:
-    "Exact `(log p [B], is_greedy [B])` of the supervised tokens of a causal LM."
-    logp = model(input_ids, attention_mask).logits[:, :-1].float().log_softmax(-1)
-    tgt, sel = input_ids[:, 1:], loss_mask[:, 1:].bool()
-    tok_lp = logp.gather(-1, tgt[..., None])[..., 0]
-    greedy = (logp.argmax(-1) == tgt) | ~sel
-    return (tok_lp * sel).sum(-1).double(), greedy.all(-1)
-
-# %% ../nbs/13a_harness.ipynb
-class NLLEstimate(NamedTuple):
-    "A Monte-Carlo NLL bound per example: `nll [B]` (nats, the mean of `n_samples` draws) and its standard error `se [B]`."
-    nll: Tensor
-    se: Tensor
-    n_samples: int
-
-@torch.no_grad()
-def block_diffusion_nll(model: BlockDiffusionLM, input_ids: Tensor, loss_mask: Tensor, attention_mask: Tensor,
-                        block_size: int, n_samples: int = 8, seeds=None) -> NLLEstimate:
-    "Per-example NLL bound of the supervised run with its MC error: blockwise ELBO (mask noise) or one-step CE (random noise)."
-    B, dev = len(input_ids), input_ids.device
-    seeds = list(range(B)) if seeds is None else [int(s) for s in seeds]
-    w = build_response_window(input_ids, input_ids, torch.zeros_like(loss_mask), loss_mask, torch.ones(input_ids.shape, device=dev),
-                              attention_mask, block_size, torch.as_tensor(seeds), scored_blocks='all')
-    state = model.encode(input_ids, w.encoder_mask, return_logits=model.shift_logits)
-    gens, V, mask_id = row_generators(seeds, 'validation'), model.backbone.get_input_embeddings().num_embeddings, model.mask_token_id
-    ts = torch.ones(B, n_samples) if mask_id is None else torch.stack([sample_t(n_samples, g, 'stratified') for g in gens])
-    draws = []
-    for k in range(n_samples):                   # random tokens: t = 1 replaces every supervised token (the one-step bound)
-        noisy, noise, _ = (corrupt_uniform_random(w.target_ids, w.loss_mask, V, 0., gens, ts[:, k]) if mask_id is None else
-                           corrupt_uniform(w.target_ids, w.loss_mask, mask_id, 0., gens, t=ts[:, k]))
-        logits = model.canvas_logits(state, noisy, w.decoder_mask, w.decoder_position_ids)
-        draws.append(row_ce(logits, w.target_ids, noise) / ts[:, k].double().to(dev))
-    return NLLEstimate(*mc_mean_se(torch.stack(draws)), n_samples)
 
 # %% ../nbs/13a_harness.ipynb
 def _flag(v) -> bool: return v if isinstance(v, bool) else str(v).lower() in ('1', 'true', 'yes')
@@ -148,7 +113,8 @@ def harness_generate_until(self: DLLMEvalLM, requests) -> list[str]:
         if float(g.get('temperature') or 0) > 0 or _flag(g.get('do_sample', False)):
             raise ValueError(f"gen_kwargs {g}: the dllm_nb harness model decodes greedily; use temperature 0 / do_sample false.")
         until = [g['until']] if isinstance(g.get('until'), str) else list(g.get('until') or [])
-        n_new, kw = int(g.get('max_gen_toks') or self.max_gen_toks), {} if isinstance(self.model, CausalLM) else dict(threshold=self.threshold)
+        n_new = int(g.get('max_gen_toks') or self.max_gen_toks)
+        kw = dict(threshold=self.threshold) if 'threshold' in mode_of_model(self.model).sampler_options else {}   # its sampler takes one
         for s in progress_bar(range(0, len(idx), self.batch_size), self.progress, 'generate_until'):
             rows = idx[s:s + self.batch_size]
             prompts = [self.tok(requests[i].args[0], add_special_tokens=False)['input_ids'] for i in rows]
@@ -159,32 +125,29 @@ def harness_generate_until(self: DLLMEvalLM, requests) -> list[str]:
     return out
 
 # %% ../nbs/13a_harness.ipynb
+def likelihood_mode(model: nn.Module) -> Mode:
+    "The mode of `model` when it answers `loglikelihood` (its record's hook); a `TypeError` naming the modes that do otherwise."
+    mode = mode_of_model(model)
+    if mode.loglikelihood is None:
+        able = [n for n, m in MODES.items() if m.loglikelihood is not None]
+        raise TypeError(f"loglikelihood is defined for {', '.join(able[:-1])} and {able[-1]} checkpoints, not {type(model).__name__}.")
+    return mode
+
 @patch
 def pair_scores(self: DLLMEvalLM, pairs: list[tuple[str, str]], seeds=None) -> list[tuple[float, bool, float]]:
-    "`(log p, is_greedy, standard error)` per `(context, continuation)`: exact for `ar` (error 0), minus a stated NLL bound otherwise."
+    "`(log p, is_greedy, standard error)` per `(context, continuation)`, from the model's mode: exact for `ar` (error 0), minus a stated NLL bound otherwise."
     m, (ids, lm, am) = self.model, pair_batch(self.tok, pairs, self._device)
-    if isinstance(m, CausalLM):
-        lp, greedy = ar_loglikelihood(m, ids, lm, am); return [(x, g, 0.) for x, g in zip(lp.tolist(), greedy.tolist())]
+    mode = likelihood_mode(m)
     seeds = [self.seed + i for i in range(len(pairs))] if seeds is None else seeds
-    if isinstance(m, BlockDiffusionLM): nll, se, _ = block_diffusion_nll(m, ids, lm, am, self.block_size or 4, self.mc_samples, seeds)
-    elif isinstance(m, MaskedDiffusionLM):
-        r = mdlm_nll_bound(m, ids, lm, self.tok.mask_token_id, am, self.mc_samples, seeds); nll, se = r['per_example'], r['se']
-    else: raise TypeError(f"loglikelihood is defined for ar, mdlm and block_diffusion checkpoints, not {type(m).__name__}.")
-    greedy = [False] * len(pairs)                      # block diffusion: not computed (see the table above)
-    if isinstance(m, MaskedDiffusionLM):               # the greedy fill of the fully masked continuation, in one step
-        with torch.no_grad(): pred = m(torch.where(lm.bool(), self.tok.mask_token_id, ids), am).logits.argmax(-1)
-        greedy = ((pred == ids) | ~lm.bool()).all(-1).tolist()
-    return [(-float(x), bool(g), float(e)) for x, g, e in zip(nll.tolist(), greedy, se.tolist())]
+    lp, greedy, se = mode.loglikelihood(m, ids, lm, am, tokenizer=self.tok, block_size=self.block_size or 4, n_samples=self.mc_samples,
+                                        seeds=seeds)
+    return [(float(x), bool(g), float(e)) for x, g, e in zip(lp.tolist(), greedy, se.tolist())]
 
 # %% ../nbs/13a_harness.ipynb
 @patch
 def likelihood_kind(self: DLLMEvalLM) -> str:
-    "What `loglikelihood` returns for this checkpoint, in words (printed with the standard errors)."
-    m = self.model
-    if isinstance(m, CausalLM): return 'the exact log-likelihood'
-    if isinstance(m, BlockDiffusionLM) and m.mask_token_id is None:
-        return f'minus the one-step NLL bound (random-token canvases), {self.mc_samples} draws per request'
-    return f"minus the {'blockwise ' if isinstance(m, BlockDiffusionLM) else ''}MDLM ELBO, {self.mc_samples} stratified t per request"
+    "What `loglikelihood` returns for this checkpoint, in words (printed with the standard errors): its mode's `likelihood_kind`."
+    return likelihood_mode(self.model).likelihood_kind(self.model, self.mc_samples)
 
 # %% ../nbs/13a_harness.ipynb
 @patch
@@ -192,7 +155,7 @@ def report_se(self: DLLMEvalLM, se: Sequence[float]) -> str:
     "One line on stderr: what the answers are and their Monte-Carlo standard error (mean and max over the requests)."
     se = torch.tensor(list(se), dtype=torch.float64)
     line = f'dllm_nb harness: {len(se)} loglikelihoods = {self.likelihood_kind()}'
-    if len(se) and not isinstance(self.model, CausalLM):
+    if len(se) and not likelihood_mode(self.model).exact_likelihood:
         line += f'; Monte-Carlo standard error per request: mean {se.nanmean():.4f}, max {se.nan_to_num(0).max():.4f} nats'
     print(line, file=sys.stderr); return line
 

@@ -19,11 +19,12 @@ from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, DLLMWrapper, RowLogits, hi
 from .stages import Batch, Counts, Noised, Stage
 from .mdlm import masked_backbone
 from .registry import RUNTIME, Mode, register_mode, section_values
-from .strategies import at_least, mask_token_problems, need_mask, register_strategy
+from .strategies import at_least, mask_token_problems, need_mask
 
 # %% auto 0
 __all__ = ['IDLM', 'idlm_mask_mod', 'idlm_mask', 'idlm_block_mask', 'IntrospectiveDiffusionLM', 'idlm_targets', 'idlm_loss',
-           'IDLMInput', 'IDLMSettings', 'IDLMStrategy', 'idlm_losses', 'generate_idlm', 'build_idlm', 'sample_idlm']
+           'IDLMInput', 'IDLMSettings', 'IDLMStrategy', 'idlm_losses', 'generate_idlm', 'idlm_likelihood', 'build_idlm',
+           'sample_idlm']
 
 # %% ../nbs/08b_idlm.ipynb
 def idlm_mask_mod(seq_len: int, block_size: int, attention_mask: Optional[Tensor] = None) -> MaskMod:
@@ -144,7 +145,6 @@ class IDLMSettings:
         return p
 
 # %% ../nbs/08b_idlm.ipynb
-@register_strategy
 class IDLMStrategy:
     "I-DLM: all-masked corruption, one `[x_t | x_0]` pass, Dream-shifted `CE_noisy + α·CE_clean` over the targets."
     name, Settings = 'idlm', IDLMSettings
@@ -235,6 +235,11 @@ def generate_idlm(model: IntrospectiveDiffusionLM, prompts: Prompts, max_new_tok
     return GenerationOutput([cut_at_eos(r, eos) for r in canvas], canvas, nfe)
 
 # %% ../nbs/08b_idlm.ipynb
+def idlm_likelihood(model: IntrospectiveDiffusionLM, input_ids: Tensor, loss_mask: Tensor, attention_mask: Tensor, tokenizer=None, **_) -> dict:
+    "Eval's likelihood numbers: `idlm_losses` (`noisy_ce`, `clean_ce`, deterministic), and `n_tokens`."
+    return idlm_losses(model, input_ids, loss_mask, attention_mask, tokenizer.mask_token_id)
+
+# %% ../nbs/08b_idlm.ipynb
 def build_idlm(cfg, tokenizer, backbone, verbose: bool = True):
     "`(IntrospectiveDiffusionLM, mask_token_id)` with blocks of `idlm.block_size`."
     mask_id = masked_backbone(cfg, tokenizer, backbone, verbose)
@@ -245,4 +250,5 @@ def sample_idlm(model, prompts, tokenizer=None, max_new_tokens: int = 32, block_
     return generate_idlm(model, prompts, max_new_tokens, block_size, tokenizer, **kw)
 
 IDLM = register_mode(Mode('idlm', IDLMSettings, IDLMStrategy, build_idlm, sample_idlm, model_classes=(IntrospectiveDiffusionLM,),
+                          likelihood=idlm_likelihood,
                           second_loss='clean_loss'))   # CE on the clean copy (idlm.clean_loss_weight)

@@ -8,7 +8,7 @@ from pathlib import Path
 from .collate import DLLMCollator
 from .core import ConfigError
 from .models import build_backbone, tiny_config
-from .strategies import make_settings
+from .strategies import Strategy, make_settings
 from . import mdlm, hybrid, block_diffusion, idlm, dflash, ar   # noqa: F401  (each registers its mode)
 from .registry import MODES, Mode, get_mode, mode_of_model, register_mode   # noqa: F401  (the lookups, re-exported)
 
@@ -17,8 +17,8 @@ _others = {n: m for n, m in MODES.items() if m not in BUILTIN}      # registered
 MODES.clear(); MODES.update({m.name: m for m in BUILTIN}); MODES.update(_others)   # a fixed order, whatever was imported first
 
 # %% auto 0
-__all__ = ['BUILTIN', 'mode_names', 'mode_sections', 'build_model', 'with_lora', 'mode_wrapper', 'build_strategy',
-           'build_collator']
+__all__ = ['BUILTIN', 'mode_names', 'mode_sections', 'build_model', 'with_lora', 'mode_wrapper', 'build_strategy', 'get_strategy',
+           'settings_from_config', 'build_collator']
 
 # %% ../nbs/08g_modes.ipynb
 def mode_names() -> list[str]:
@@ -64,6 +64,23 @@ def build_strategy(cfg, tokenizer, mask_token_id, vocab_size: int):
     mode = get_mode(cfg.dllm.mode)
     S = mode.Strategy.Settings
     return mode.Strategy(make_settings(S, mode.name, S.from_config(cfg, mask_token_id, vocab_size, tokenizer.pad_token_id)))
+
+# %% ../nbs/08g_modes.ipynb
+def get_strategy(mode: str, **settings) -> Strategy:
+    "The strategy of the registered `mode` (its record's `Strategy`) built from `settings`."
+    if mode not in MODES: raise ValueError(f"unknown dllm mode {mode!r}; known modes: {sorted(MODES)}")
+    cls = MODES[mode].Strategy
+    return cls(make_settings(cls.Settings, mode, settings))
+
+def settings_from_config(cfg, mask_token_id: int | None, vocab_size: int, pad_token_id: int) -> dict:
+    "The settings of `cfg.dllm.mode` read from the run's config: each mode's `Settings.from_config` knows its own keys."
+    m = cfg.dllm.mode
+    if m not in MODES: raise ValueError(f"unknown dllm mode {m!r}; known modes: {sorted(MODES)}")
+    S = MODES[m].Strategy.Settings
+    if not hasattr(S, 'from_config'):
+        raise ValueError(f"no config mapping for dllm.mode={m!r}: give {S.__name__} a from_config classmethod, "
+                         f"or call get_strategy({m!r}, **settings) directly.")
+    return S.from_config(cfg, mask_token_id, vocab_size, pad_token_id)
 
 # %% ../nbs/08g_modes.ipynb
 def build_collator(cfg, tokenizer):

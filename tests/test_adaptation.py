@@ -5,7 +5,7 @@ import torch
 
 from dllm_nb.config import load_config
 from dllm_nb.stages import Batch
-from dllm_nb.strategies import get_strategy, settings_from_config
+from dllm_nb.modes import get_strategy, settings_from_config
 
 
 def _batch():
@@ -47,7 +47,8 @@ def _cli(*args):
 def test_generate_cli_verified_is_the_encoders_greedy_output(tmp_path):
     from dllm_nb.data import load_tokenizer
     from dllm_nb.ar import generate_autoregressive_cached
-    from dllm_nb.models import BlockDiffusionLM, build_backbone, tiny_config
+    from dllm_nb.models import build_backbone, tiny_config
+    from dllm_nb.block_diffusion import BlockDiffusionLM
     tok = load_tokenizer(); torch.manual_seed(0)
     model = BlockDiffusionLM(build_backbone(tiny_config('llama', vocab_size=len(tok), hidden_size=32)), self_conditioning=False,
                              shift_logits=True, block_size=4).eval()
@@ -67,7 +68,8 @@ def test_generate_cli_dtype(tmp_path, monkeypatch, capsys):
     import dllm_nb.generate as G
     from dllm_nb.data import load_tokenizer
     from dllm_nb.ar import generate_autoregressive_cached
-    from dllm_nb.models import BlockDiffusionLM, build_backbone, tiny_config
+    from dllm_nb.models import build_backbone, tiny_config
+    from dllm_nb.block_diffusion import BlockDiffusionLM
     tok = load_tokenizer(); torch.manual_seed(0)
     model = BlockDiffusionLM(build_backbone(tiny_config('llama', vocab_size=len(tok), hidden_size=32)), self_conditioning=False,
                              shift_logits=True, block_size=4).eval()
@@ -84,9 +86,10 @@ def test_generate_cli_dtype(tmp_path, monkeypatch, capsys):
 def test_generate_cli_max_draft_rows(tmp_path, capsys):
     "`--max-draft-rows` reaches the verified sampler (0: no drafts, the same greedy output); without --verified it is refused."
     import dllm_nb.generate as G
-    import dllm_nb.block_speculative as BS
+    import dllm_nb.block_diffusion.speculative as BS
     from dllm_nb.data import load_tokenizer
-    from dllm_nb.models import BlockDiffusionLM, build_backbone, tiny_config
+    from dllm_nb.models import build_backbone, tiny_config
+    from dllm_nb.block_diffusion import BlockDiffusionLM
     tok = load_tokenizer(); torch.manual_seed(0)
     BlockDiffusionLM(build_backbone(tiny_config('llama', vocab_size=len(tok), hidden_size=32)), self_conditioning=False,
                      shift_logits=True, block_size=4).eval().save_pretrained(tmp_path / 'ckpt')
@@ -107,7 +110,8 @@ def test_generate_cli_max_draft_rows(tmp_path, capsys):
 @pytest.mark.parametrize('shift', [False, True])
 def test_validation_scores_the_encoder_loss_like_training(shift):
     "The validation loss is the training objective: eval mode scores the encoder's next-token loss too (it logged 0 before)."
-    from dllm_nb.models import BlockDiffusionLM, build_backbone, tiny_config
+    from dllm_nb.models import build_backbone, tiny_config
+    from dllm_nb.block_diffusion import BlockDiffusionLM
     from dllm_nb.trainer import validate
     torch.manual_seed(0)
     model = BlockDiffusionLM(build_backbone(tiny_config('llama', vocab_size=64, hidden_size=32)), self_conditioning=False,

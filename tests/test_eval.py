@@ -6,10 +6,10 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings, strategies as st
 
-from dllm_nb.eval import (block_diffusion_losses, exact_match, generate_autoregressive, mdlm_nll_bound,
-                          score_completion)
-from dllm_nb.sampling import CachedContext
-from dllm_nb.models import BlockDiffusionLM, MaskedDiffusionLM, build_backbone, tiny_config
+from dllm_nb.eval import exact_match, generate_autoregressive, score_completion
+from dllm_nb.block_diffusion import block_diffusion_losses, CachedContext, BlockDiffusionLM
+from dllm_nb.mdlm import mdlm_nll_bound, MaskedDiffusionLM
+from dllm_nb.models import build_backbone, tiny_config
 
 torch.set_num_threads(1)
 MASK = 2
@@ -140,7 +140,7 @@ def test_eval_cli_steps_mean_one_thing(tmp_path, capsys):
     "Issue 23: eval's --steps is the total (mdlm), --steps-per-block the block count (block_diffusion), as in generate."
     from dllm_nb.data import load_tokenizer
     from dllm_nb.eval import main
-    from dllm_nb.models import BlockDiffusionLM
+    from dllm_nb.block_diffusion import BlockDiffusionLM
     torch.manual_seed(0)
     V = len(load_tokenizer())
     MaskedDiffusionLM(build_backbone(tiny_config(vocab_size=V, hidden_size=32))).save_pretrained(tmp_path / 'mdlm')

@@ -10,8 +10,9 @@ from hypothesis import given, settings, strategies as st
 
 from dllm_nb.eval import generate_autoregressive
 from dllm_nb.ar import generate_autoregressive_cached
-from dllm_nb.mdlm import generate_mdlm, generate_mdlm_cached
-from dllm_nb.models import BlockDiffusionLM, MaskedDiffusionLM, build_backbone, tiny_config
+from dllm_nb.mdlm import generate_mdlm, generate_mdlm_cached, MaskedDiffusionLM
+from dllm_nb.models import build_backbone, tiny_config
+from dllm_nb.block_diffusion import BlockDiffusionLM
 
 V, MASK = 64, 2
 torch.set_num_threads(1)

@@ -15,13 +15,16 @@ from torch.nn.attention.flex_attention import create_block_mask
 
 import dllm_nb.hybrid as hybrid_mod
 import dllm_nb.idlm as idlm_mod
+import dllm_nb.mdlm as mdlm_mod
 from dllm_nb import masks, models
 from dllm_nb.hybrid import HybridDiffusionLM
 from dllm_nb.idlm import IntrospectiveDiffusionLM
 from dllm_nb.stages import Batch
 from dllm_nb.masks import DecoderMask, EncoderMask, block_diffusion_mask_mod, chunked_block_mask, encoder_mask_mod
-from dllm_nb.models import BlockDiffusionLM, MaskedDiffusionLM, build_backbone, tiny_config
-from dllm_nb.strategies import get_strategy
+from dllm_nb.models import build_backbone, tiny_config
+from dllm_nb.block_diffusion import BlockDiffusionLM
+from dllm_nb.mdlm import MaskedDiffusionLM
+from dllm_nb.modes import get_strategy
 
 warnings.filterwarnings('ignore', message='.*flex_attention.*')
 pytestmark = pytest.mark.filterwarnings('ignore:flex_attention called without torch.compile')   # per test, as pytest resets filters
@@ -70,7 +73,7 @@ def bd_inputs(strategy, st) -> dict:
 
 def _no_dense(*a, **k): raise AssertionError('the Flex training path built a dense mask')
 
-DENSE_BUILDERS = [(models, 'dense_to_block_mask'), (models, 'mdlm_attention_mask'), (masks, 'build_batched_block_mask'),
+DENSE_BUILDERS = [(models, 'dense_to_block_mask'), (mdlm_mod, 'mdlm_attention_mask'), (masks, 'build_batched_block_mask'),
                   (masks, 'build_encoder_mask'), (masks, 'dense_mask'), (idlm_mod, 'idlm_mask'),
                   (hybrid_mod, 'hybrid_mask')]
 

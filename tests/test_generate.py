@@ -11,10 +11,10 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from dllm_nb.block_diffusion import generate_block_diffusion
+from dllm_nb.block_diffusion import generate_block_diffusion, BlockDiffusionLM
 from dllm_nb.checkpoint import load_checkpoint
-from dllm_nb.mdlm import generate_mdlm
-from dllm_nb.models import BlockDiffusionLM, MaskedDiffusionLM, build_backbone, tiny_config
+from dllm_nb.mdlm import generate_mdlm, MaskedDiffusionLM
+from dllm_nb.models import build_backbone, tiny_config
 from dllm_nb.sampling import NEW
 
 V, MASK, EOS = 64, 2, 1
@@ -83,8 +83,8 @@ def _reference_block_diffusion(model, prompts, max_blocks, block_size, steps, te
     "The sampler before per-row blocks: blocks in lockstep, every row runs every step of a block (the naive reference)."
     from dllm_nb.core import randint_rows, row_generators
     from dllm_nb.block_diffusion import keep_schedule
-    from dllm_nb.sampling import (CachedContext, ReencodeContext, block_generators, predict_tokens, row_seeds,
-                                  select_transfer)
+    from dllm_nb.sampling import block_generators, predict_tokens, row_seeds, select_transfer
+    from dllm_nb.block_diffusion import CachedContext, ReencodeContext
     B, V = len(prompts), model.backbone.get_input_embeddings().num_embeddings
     ctx = (CachedContext if use_cache else ReencodeContext)(model, prompts)
     gens, blocks, calls = row_generators(row_seeds(seeds, B), 'sampling'), [], 0
@@ -134,7 +134,7 @@ def _training_logits(model, prompts, blocks, canvas, w):
     "Canvas logits of the block after `blocks` in the training geometry (prompt = prefix, blocks + canvas = response)."
     from dllm_nb.sampling import right_pad
     from dllm_nb.masks import build_batched_block_mask, build_encoder_mask
-    from dllm_nb.models import canvas_position_ids
+    from dllm_nb.block_diffusion import canvas_position_ids
     k, (B, b) = len(blocks), canvas.shape
     ids, _ = right_pad([p + torch.cat(blocks + [canvas], 1)[i].tolist() for i, p in enumerate(prompts)])
     P, R = torch.tensor([len(p) for p in prompts]), b * (k + 1)
@@ -148,7 +148,7 @@ def _training_logits(model, prompts, blocks, canvas, w):
 
 @pytest.mark.parametrize('window', [1, 2, 5, 9, None])
 def test_sliding_window_sampler_equals_training_forward(window):
-    from dllm_nb.sampling import CachedContext, ReencodeContext
+    from dllm_nb.block_diffusion import CachedContext, ReencodeContext
     g = torch.Generator().manual_seed(window or 0)
     prompts = [[5, 6, 7], [8, 9, 10, 11, 12, 13, 14], [15]]
     blocks = [torch.randint(3, V, (3, 3), generator=g) for _ in range(3)]

@@ -19,7 +19,9 @@ def run(*a, cwd, extra=()):
 def tiny_checkpoint(path, kind='ar'):
     "A tiny random checkpoint with the shipped tokenizer: `ar` (CausalLM) or `bd` (random-token block diffusion)."
     from dllm_nb.data import load_tokenizer
-    from dllm_nb.models import BlockDiffusionLM, CausalLM, build_backbone, tiny_config
+    from dllm_nb.models import build_backbone, tiny_config
+    from dllm_nb.block_diffusion import BlockDiffusionLM
+    from dllm_nb.ar import CausalLM
     tok = load_tokenizer()
     torch.manual_seed(0)
     bb = build_backbone(tiny_config(vocab_size=len(tok), hidden_size=32))

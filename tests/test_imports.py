@@ -152,13 +152,39 @@ def test_lazy_imports_count(tmp_path):
     assert cycle(graph) in (['a', 'b', 'a'], ['b', 'a', 'b'])
 
 
-LOOKUP_LAYER = ('trainer', 'generate', 'train')                # config names modes only in its legacy-key map and its default
+LOOKUP_LAYER = ('trainer', 'generate', 'train', 'eval', 'harness')   # config names modes only in its legacy-key map and its default
+SCORING_LAYER = ('eval', 'harness')                             # issue 50: a mode's scoring is a hook on its record
+
+
+def _strings(tree) -> set:
+    "String constants of a module, except the migration map of its `moved_names(...)` (old name -> the module it moved to)."
+    moved = {id(n) for c in ast.walk(tree) if isinstance(c, ast.Call) and getattr(c.func, 'id', None) == 'moved_names'
+             for n in ast.walk(c)}
+    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in moved}
 
 
 def test_the_lookup_layer_names_no_mode():
-    "Issue 23: trainer, generate and train look modes up in the registry; no mode name appears in their code as a string."
+    "Issues 23, 50: trainer, generate, train, eval and the harness look modes up in the registry; no mode name appears in their code as a string."
     from dllm_nb.modes import mode_names
     for m in LOOKUP_LAYER:
-        strings = {n.value for n in ast.walk(ast.parse((PKG / f'{m}.py').read_text()))
-                   if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+        strings = _strings(ast.parse((PKG / f'{m}.py').read_text()))
         assert not strings & set(mode_names()), (m, strings & set(mode_names()))
+    assert _strings(ast.parse("x = 'mdlm'\n__getattr__ = moved_names(__name__, dict(f='ar'))")) == {'mdlm'}   # the check can fail
+
+
+def scoring_leaks(path: Path) -> set:
+    "Model classes a module names, and mode modules it imports: what a scoring layer that only reads mode records never needs."
+    from dllm_nb.modes import MODES
+    classes = {c.__name__ for m in MODES.values() for c in m.model_classes}
+    tree = ast.parse(path.read_text())
+    named = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {a.name for _, a in ((0, a) for n in ast.walk(tree)
+             if isinstance(n, ast.ImportFrom) for a in n.names)}
+    modes = {m.split('.')[0] for m in all_imports(path)} & set(MODES)
+    return (named & classes) | modes
+
+
+def test_eval_and_harness_never_test_a_model_class(tmp_path):
+    "Issue 50: likelihood and loglikelihood come from the mode record's hooks; eval and the harness name no model class, import no mode."
+    for m in SCORING_LAYER: assert not scoring_leaks(PKG / f'{m}.py'), (m, scoring_leaks(PKG / f'{m}.py'))
+    (tmp_path / 'ladder.py').write_text('from .block_diffusion import BlockDiffusionLM\ndef f(m): return isinstance(m, CausalLM)\n')
+    assert scoring_leaks(tmp_path / 'ladder.py') == {'BlockDiffusionLM', 'CausalLM', 'block_diffusion'}   # the check can fail

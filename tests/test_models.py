@@ -10,8 +10,9 @@ from transformers import AutoModelForCausalLM
 
 from dllm_nb.masks import (block_diffusion_block_mask, build_batched_block_mask, build_encoder_mask,
                            encoder_block_mask)
-from dllm_nb.models import (BlockDiffusionLM, MaskedDiffusionLM, build_backbone, canvas_position_ids,
-                            count_backbone_calls, tiny_config)
+from dllm_nb.models import build_backbone, count_backbone_calls, tiny_config
+from dllm_nb.block_diffusion import BlockDiffusionLM, canvas_position_ids
+from dllm_nb.mdlm import MaskedDiffusionLM
 
 V, BS = 64, 3
 ARCHS = ['llama', 'qwen2', 'qwen3']

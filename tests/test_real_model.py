@@ -174,9 +174,10 @@ def test_train_step_then_sample_final(mode, hf_dir, tmp_path, capsys):
 
 def test_verified_block_decoding_is_smollm2_greedy(hf_dir, tok):
     "A shifted block-diffusion wrapper of the real model (canvas untrained): verified decoding == HF greedy, batch 1 and 2."
-    from dllm_nb.block_speculative import generate_block_speculative
+    from dllm_nb.block_diffusion import generate_block_speculative
     from dllm_nb.ar import generate_autoregressive_cached
-    from dllm_nb.models import BlockDiffusionLM, build_backbone
+    from dllm_nb.models import build_backbone
+    from dllm_nb.block_diffusion import BlockDiffusionLM
     torch.set_num_threads(1)
     model = BlockDiffusionLM(build_backbone(str(hf_dir), dtype=torch.float32), self_conditioning=False,
                              shift_logits=True, block_size=4).eval()

@@ -10,11 +10,9 @@ import torch
 
 from dllm_nb.config import ConfigError, config_help, config_to_dict, load_config, saved_config
 from dllm_nb.loss import count_tokens, mdlm_loss
-from dllm_nb.mdlm import masked_backbone
-from dllm_nb.models import MaskedDiffusionLM
+from dllm_nb.mdlm import masked_backbone, MaskedDiffusionLM, generate_mdlm
 from dllm_nb.modes import MODES, get_mode, mode_of_model
 from dllm_nb.registry import RUNTIME, Mode, register_mode
-from dllm_nb.mdlm import generate_mdlm
 from dllm_nb.stages import Counts
 from dllm_nb.strategies import uniform_masking
 

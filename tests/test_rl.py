@@ -13,7 +13,10 @@ ENV = {**os.environ, 'OMP_NUM_THREADS': '1', 'HF_HUB_OFFLINE': '1', 'TOKENIZERS_
 def make_init(d: Path, kind: str = 'block_diffusion') -> Path:
     "A tiny random policy of `kind` saved as a final/-style folder (weights + tokenizer)."
     from dllm_nb.data import load_tokenizer
-    from dllm_nb.models import BlockDiffusionLM, CausalLM, MaskedDiffusionLM, build_backbone, tiny_config
+    from dllm_nb.models import build_backbone, tiny_config
+    from dllm_nb.block_diffusion import BlockDiffusionLM
+    from dllm_nb.ar import CausalLM
+    from dllm_nb.mdlm import MaskedDiffusionLM
     tok = load_tokenizer(); torch.manual_seed(0)
     bb = build_backbone(tiny_config(vocab_size=len(tok), hidden_size=32))
     model = dict(block_diffusion=lambda: BlockDiffusionLM(bb, block_size=4), mdlm=lambda: MaskedDiffusionLM(bb),
@@ -125,7 +128,8 @@ def test_lora_reference_is_the_base_model_without_a_copy():
     "With `model.lora` and beta > 0 the KL reference is the policy with its adapters off: the base model's log-probs, no second copy."
     from dllm_nb.data import load_tokenizer
     from dllm_nb.lora import add_lora
-    from dllm_nb.models import BlockDiffusionLM, build_backbone, tiny_config
+    from dllm_nb.models import build_backbone, tiny_config
+    from dllm_nb.block_diffusion import BlockDiffusionLM
     from dllm_nb.modes import mode_of_model
     from dllm_nb.rl import Reference
     tok = load_tokenizer(); torch.manual_seed(0)

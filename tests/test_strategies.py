@@ -6,10 +6,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from dllm_nb.modes import mode_names
 from dllm_nb.config import load_config
+from dllm_nb.modes import get_mode, get_strategy, mode_names, settings_from_config
 from dllm_nb.stages import Batch, Counts
-from dllm_nb.strategies import STRATEGIES, get_strategy, settings_from_config
 
 ROOT = Path(__file__).resolve().parents[1]
 MODES = ('mdlm', 'hybrid', 'block_diffusion', 'idlm', 'dflash', 'ar')
@@ -44,7 +43,8 @@ def test_config_values_reach_the_settings(mode):
 def test_unknown_setting_names_the_accepted_ones():
     with pytest.raises(ValueError, match=r"mode 'hybrid' has no setting\(s\) \['half_life'\]; its settings are \[.*'half_life_ratio'"):
         get_strategy('hybrid', mask_token_id=3, half_life=0.5)
-    assert set(STRATEGIES) >= set(MODES) == set(mode_names())            # every registered built-in mode tested here
+    assert set(MODES) == set(mode_names())                              # every registered built-in mode tested here
+    assert all(get_mode(m).Strategy.name == m for m in MODES)           # one registry: the strategy is the mode's record's
 
 
 @pytest.mark.parametrize('mode', MODES)

@@ -70,7 +70,7 @@ def test_torchrun_cli_checkpoints_and_resume(tmp_path):
         assert f"| `{first}` |" in card                                  # a test prompt of each task, with its result
         assert re.search(rf"\| `{task}` \| .+ \| \d\.\d\d \(\d+/100\) \|", card), card  # measured exact match
     from transformers import AutoModelForCausalLM
-    from dllm_nb.models import BlockDiffusionLM
+    from dllm_nb.block_diffusion import BlockDiffusionLM
     BlockDiffusionLM.from_pretrained(full / 'final')
     AutoModelForCausalLM.from_pretrained(full / 'final')
 

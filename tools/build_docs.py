@@ -184,14 +184,13 @@ def check_site(out: Path) -> tuple[list[str], list[str]]:
 
 @contextlib.contextmanager
 def _registries_kept():
-    """The doc executor re-runs export cells in its own namespace, and a cell that registers a mode or strategy
+    """The doc executor re-runs export cells in its own namespace, and a cell that registers a mode
     (`register_mode(...)`) would replace the package's record with the notebook's copy in this process (a test run
     builds the docs in-process): restore the registries afterwards."""
     import dllm_nb.modes                                        # the package's records: what to keep
     from dllm_nb.core import STREAMS
     from dllm_nb.registry import MODES
-    from dllm_nb.strategies import STRATEGIES
-    saved = [(d, dict(d)) for d in (MODES, STRATEGIES, STREAMS)]
+    saved = [(d, dict(d)) for d in (MODES, STREAMS)]
     try: yield
     finally:
         for d, old in saved: d.clear(); d.update(old)

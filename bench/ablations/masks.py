@@ -75,7 +75,7 @@ KERNELS = ('sdpa', 'eager', 'flex_attention')
 
 def training_window(B, S, R, block, seed=0):
     "A B x S batch (responses U[64, R], one of length R) through the block_diffusion strategy: its response window."
-    from dllm_nb.strategies import get_strategy
+    from dllm_nb.modes import get_strategy
     g = torch.Generator().manual_seed(seed)
     rl = torch.randint(64, R + 1, (B,), generator=g); rl[0] = R
     pl = (torch.rand(B, generator=g) * (S - rl + 1)).long()

@@ -15,9 +15,11 @@ from dllm_nb.collate import DLLMCollator
 from dllm_nb.core import sample_seeds
 from dllm_nb.data import builtin_examples, load_tokenizer, tokenize_example
 from dllm_nb.hybrid import HybridDiffusionLM
-from dllm_nb.models import BlockDiffusionLM, MaskedDiffusionLM, build_backbone, tiny_config
+from dllm_nb.models import build_backbone, tiny_config
+from dllm_nb.block_diffusion import BlockDiffusionLM
+from dllm_nb.mdlm import MaskedDiffusionLM
 from dllm_nb.stages import Batch
-from dllm_nb.strategies import get_strategy
+from dllm_nb.modes import get_strategy
 
 
 def timeit(fn, reps):

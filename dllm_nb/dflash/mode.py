@@ -16,7 +16,6 @@ from ..core import row_generators, slow_bf16_warning
 from ..loss import LossParts
 from ..stages import Batch, Counts, Stage
 from ..registry import Mode, register_mode, section_values
-from ..strategies import register_strategy
 from .drafter import (
     ANCHOR_SAMPLING, Blocks, DFlashDrafter, DrafterConfig, default_gamma, default_layer_ids, dflash_mask, load_target, make_blocks, pad_rows,
     sample_anchors, target_id, target_info)
@@ -102,7 +101,6 @@ class DFlashSettings:
     def gamma(self) -> float: return self.loss_gamma or default_gamma(self.block_size)
 
 # %% ../../nbs/15b_dflash_mode.ipynb
-@register_strategy
 class DFlashStrategy:
     "DFlash drafter training: anchors per row from the row's seed, one drafter pass over all blocks, decay-weighted CE."
     name, Settings = 'dflash', DFlashSettings
