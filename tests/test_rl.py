@@ -100,7 +100,7 @@ def test_other_modes_train(work, kind):
 
 
 @pytest.mark.parametrize('reward, says', [('no_such_mod:f', 'cannot be loaded'), ('rl_test_reward:nope', 'cannot be loaded'),
-                                          ('rl_test_reward', "use 'task' or 'package.module:function'")])
+                                          ('rl_test_reward', "use 'task', 'shaped' or 'package.module:function'")])
 def test_bad_reward_is_one_line(work, reward, says, capsys, monkeypatch):
     "A reward that cannot be used: one error line, exit 2, before the policy loads (in process: the CLI's main)."
     from dllm_nb.rl import main
