@@ -82,24 +82,32 @@ def countdown_numbers(prompt: str) -> tuple[list[int], int]:
     if m is None: raise ValueError(f"not a countdown prompt (want 'Use A, B, C to make T.'): {prompt!r}")
     return [int(n) for n in m.group(1).split(', ')], int(m.group(2))
 
+def _countdown_answer(completion: str) -> tuple:
+    "`(value, numbers used)` of the expression after `Answer:`; `(None, None)` if there is none or it does not parse."
+    m = _ANSWER.search(completion)
+    if m is None: return None, None
+    try: return parse_arithmetic(m.group(1).strip().rstrip('.'))
+    except ValueError: return None, None
+
 def countdown_reward(prompt: str, completion: str) -> float:
     "1.0 when the expression after `Answer:` uses each of the prompt's numbers exactly once and equals its target, else 0.0."
     numbers, target = countdown_numbers(prompt)
-    m = _ANSWER.search(completion)
-    if m is None: return 0.0
-    try: value, used = parse_arithmetic(m.group(1).strip().rstrip('.'))
-    except ValueError: return 0.0
-    return float(sorted(used) == sorted(numbers) and value == target)
+    value, used = _countdown_answer(completion)
+    return float(used is not None and sorted(used) == sorted(numbers) and value == target)
 
 # %% ../nbs/01a_tasks.ipynb
+def _candidates(grid: list[int], i: int) -> list[int]:
+    "The digits cell `i` of `grid` may take: none of its row, column or 2x2 box."
+    r, c = divmod(i, 4)
+    seen = {grid[r * 4 + k] for k in range(4)} | {grid[k * 4 + c] for k in range(4)}
+    seen |= {grid[(r // 2 * 2 + dr) * 4 + c // 2 * 2 + dc] for dr in (0, 1) for dc in (0, 1)}
+    return sorted(set(range(1, 5)) - seen)
+
 def _solutions(grid: list[int], limit: int = 2) -> int:
     "How many completions `grid` (16 ints, 0 = blank) has, counting up to `limit`."
     if 0 not in grid: return 1
-    i = grid.index(0); r, c = divmod(i, 4)
-    seen = {grid[r * 4 + k] for k in range(4)} | {grid[k * 4 + c] for k in range(4)}
-    seen |= {grid[(r // 2 * 2 + dr) * 4 + c // 2 * 2 + dc] for dr in (0, 1) for dc in (0, 1)}
-    n = 0
-    for d in set(range(1, 5)) - seen:
+    i, n = grid.index(0), 0
+    for d in _candidates(grid, i):
         n += _solutions(grid[:i] + [d] + grid[i + 1:], limit - n)
         if n >= limit: break
     return n
@@ -162,10 +170,8 @@ def sudoku_reward(prompt: str, completion: str) -> float:
 def sudoku_solution(puzzle: list[int]) -> list[int] | None:
     "The first completion of `puzzle` (16 ints, 0 = blank) in cell order, or None if it has none."
     if 0 not in puzzle: return list(puzzle) if _valid_grid(puzzle) else None
-    i = puzzle.index(0); r, c = divmod(i, 4)
-    seen = {puzzle[r * 4 + k] for k in range(4)} | {puzzle[k * 4 + c] for k in range(4)}
-    seen |= {puzzle[(r // 2 * 2 + dr) * 4 + c // 2 * 2 + dc] for dr in (0, 1) for dc in (0, 1)}
-    for d in sorted(set(range(1, 5)) - seen):
+    i = puzzle.index(0)
+    for d in _candidates(puzzle, i):
         if (s := sudoku_solution(puzzle[:i] + [d] + puzzle[i + 1:])) is not None: return s
     return None
 
@@ -183,11 +189,8 @@ def countdown_shaped_reward(prompt: str, completion: str) -> float:
     "d1's shaping: 1.0 for a right expression, 0.1 for one that uses each number exactly once but misses the target, else 0.0."
     if countdown_reward(prompt, completion) == 1.0: return 1.0
     numbers, _ = countdown_numbers(prompt)
-    m = _ANSWER.search(completion)
-    if m is None: return 0.0
-    try: _, used = parse_arithmetic(m.group(1).strip().rstrip('.'))
-    except ValueError: return 0.0
-    return 0.1 if sorted(used) == sorted(numbers) else 0.0
+    _, used = _countdown_answer(completion)
+    return 0.1 if used is not None and sorted(used) == sorted(numbers) else 0.0
 
 SHAPED_REWARDS = {'countdown': countdown_shaped_reward, 'sudoku': sudoku_cell_reward}   # rl.reward=shaped
 
