@@ -13,7 +13,7 @@ from safetensors.torch import load_file, save_file
 
 # %% auto 0
 __all__ = ['LORA_WEIGHTS_NAME', 'DEFAULT_TARGETS', 'linear_names', 'check_targets', 'AddedTokens', 'scale_of', 'add_lora',
-           'trainable_names', 'save_lora', 'load_lora', 'merge_lora']
+           'with_lora', 'trainable_names', 'save_lora', 'load_lora', 'merge_lora']
 
 # %% ../nbs/07a_lora.ipynb
 LORA_WEIGHTS_NAME = 'adapter.safetensors'
@@ -66,6 +66,12 @@ def add_lora(model: nn.Module, rank: int, alpha: float = 32.0, dropout: float = 
     model.lora = dict(rank=rank, alpha=alpha, dropout=dropout, target_modules=list(target_modules),
                       added_token_ids=[int(i) for i in added_token_ids], base_model=None if base_model is None else str(base_model))
     return model
+
+def with_lora(model: nn.Module, m, base_rows: int) -> nn.Module:
+    "`model` with the adapters the `model` config section `m` asks for; rows past `base_rows` (tokens the library added) train as deltas."
+    rows, lo = model.backbone.get_input_embeddings().num_embeddings, m.lora
+    base = str(Path(m.path).resolve()) if m.path and Path(m.path).exists() else m.path   # rebuilt from it on load
+    return add_lora(model, lo.rank, lo.alpha, lo.dropout, lo.target_modules, range(base_rows, rows), base_model=base)
 
 def trainable_names(model: nn.Module) -> list[str]:
     "Names of the parameters that train (adapters, added-token deltas, wrapper modules)."

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from .collate import DLLMCollator
 from .core import ConfigError
+from .lora import with_lora   # noqa: F401  (LoRA from the `model.lora` section; re-exported)
 from .models import build_backbone, tiny_config
 from .strategies import Strategy, make_settings
 from . import mdlm, hybrid, block_diffusion, idlm, dflash, ar   # noqa: F401  (each registers its mode)
@@ -17,7 +18,7 @@ _others = {n: m for n, m in MODES.items() if m not in BUILTIN}      # registered
 MODES.clear(); MODES.update({m.name: m for m in BUILTIN}); MODES.update(_others)   # a fixed order, whatever was imported first
 
 # %% auto 0
-__all__ = ['BUILTIN', 'mode_names', 'mode_sections', 'build_model', 'with_lora', 'mode_wrapper', 'build_strategy', 'get_strategy',
+__all__ = ['BUILTIN', 'mode_names', 'mode_sections', 'build_model', 'mode_wrapper', 'build_strategy', 'get_strategy',
            'settings_from_config', 'build_collator']
 
 # %% ../nbs/08g_modes.ipynb
@@ -43,16 +44,10 @@ def build_model(cfg, tokenizer, verbose: bool = True):
         backbone = build_backbone(m.path, attn_implementation=m.attn_implementation, trust_remote_code=m.trust_remote_code)
     base_rows = backbone.get_input_embeddings().num_embeddings
     if len(tokenizer) > base_rows: backbone.resize_token_embeddings(len(tokenizer))   # tokens the tokenizer gained (pad, roles)
-    model, mask_id = mode_wrapper(cfg, tokenizer, backbone, verbose)
-    return (model if not m.lora.rank else with_lora(model, m, base_rows)), mask_id
-
-def with_lora(model, m, base_rows: int):
-    "`model` with LoRA adapters (`model.lora`); rows past `base_rows` (tokens the library added) train as deltas."
-    from dllm_nb.lora import add_lora
-    rows, lo = model.backbone.get_input_embeddings().num_embeddings, m.lora
-    base = str(Path(m.path).resolve()) if m.path and Path(m.path).exists() else m.path   # rebuilt from it on load
-    try: return add_lora(model, lo.rank, lo.alpha, lo.dropout, lo.target_modules, range(base_rows, rows), base_model=base)
-    except ValueError as e: raise ConfigError([str(e)]) from None
+    model, mask_id = mode.build(cfg, tokenizer, backbone, verbose)    # the mode's wrapper (`mode_wrapper`, with `mode` in hand)
+    if not m.lora.rank: return model, mask_id
+    try: return with_lora(model, m, base_rows), mask_id
+    except ValueError as e: raise ConfigError([str(e)]) from None   # e.g. target_modules that match no Linear
 
 # %% ../nbs/08g_modes.ipynb
 def mode_wrapper(cfg, tokenizer, backbone, verbose: bool = True):

@@ -9,8 +9,12 @@ from pathlib import Path
 import torch
 from .cli import debug_requested
 from .config import ConfigError, config_help, load_config, save_config
+from .checkpoint import ResumeError, UnsafeCheckpointError, preflight, unlock_run_dir
 from .core import moved_names
+from .data import DataError, load_data
+from .distributed import cleanup, init_distributed
 from .export import export_final, write_model_card
+from .trainer import NonFiniteError
 from .modes import get_mode
 
 # %% auto 0
@@ -155,13 +159,9 @@ def main(argv=None) -> int:
     "CLI entry point; exit status: 1 disk error, 2 bad config/data/paths/checkpoint, 3 diverged (NaN/inf), 130 SIGINT, 143 SIGTERM."
     args = parse_args(argv)
     if args.list_keys: return print_stdout(list_keys())
-    debug, rank0 = debug_requested(args.debug), int(os.environ.get('RANK', 0)) == 0
-    from dllm_nb.checkpoint import ResumeError, UnsafeCheckpointError, unlock_run_dir
-    from dllm_nb.data import DataError, load_data
-    from dllm_nb.checkpoint import preflight
-    from dllm_nb.trainer import NonFiniteError
+    rank0 = int(os.environ.get('RANK', 0)) == 0
     def fail(e, code: int, msg: str | None = None) -> int:
-        if debug: raise e
+        if debug_requested(args.debug): raise e
         if rank0: print(f'error: {msg or e}', file=sys.stderr, flush=True)
         _let_rank0_report(rank0)
         return code
@@ -177,11 +177,10 @@ def main(argv=None) -> int:
         data = load_data(cfg)                                          # tokenizer + data: their errors, too, before the group
     except (ConfigError, DataError, FileNotFoundError) as e: return fail(e, 2)
     except OSError as e: return fail(e, *_os_error(e, cfg, argv))      # e.g. the run folder's lock file cannot be made
-    from dllm_nb.distributed import cleanup, init_distributed
     dist_info, tic = init_distributed(timeout_s=cfg.train.dist_timeout_s), time.perf_counter()
     try: return _run(cfg, args, dist_info, tic, data)
     except KeyboardInterrupt as e:                                     # `Interrupted` after a checkpoint, or a 2nd Ctrl-C
-        if debug: raise
+        if debug_requested(args.debug): raise
         sig = getattr(e, 'signum', signal.SIGINT)
         if rank0: print(_interrupted(cfg, argv, sig), file=sys.stderr, flush=True)
         return 128 + sig                                               # 130 SIGINT, 143 SIGTERM, as the shell reports them

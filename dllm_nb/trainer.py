@@ -109,13 +109,13 @@ class Trainer:
         self.run_dir = Path(cfg.output_dir)
         torch.manual_seed(cfg.seed)
         self.tokenizer, self.train_ds, self.val_ds = data or load_data(cfg)   # `load_data(cfg)`, or what it returned
-        self.data_record = dict(dataset=cfg.data.dataset, fingerprint=dataset_fingerprint(cfg.data.dataset))  # in every checkpoint
         self.collator = build_collator(cfg, self.tokenizer)
         self.model, self.mask_token_id = build_model(cfg, self.tokenizer)
         self.model.full_logits = cfg.train.full_logits                 # else losses project only the rows they score
         self.model.to(self.dist.device)
         self.vocab_size = self.model.config.vocab_size if hasattr(self.model, 'config') else len(self.tokenizer)
         self.strategy = build_strategy(cfg, self.tokenizer, self.mask_token_id, self.vocab_size)
+        self.data_record = dict(dataset=cfg.data.dataset, fingerprint=dataset_fingerprint(cfg.data.dataset))  # in every checkpoint
         self.num_params = sum(p.numel() for p in self.model.parameters())
         self.mp_dtype = torch.bfloat16 if cfg.model.dtype == 'bfloat16' else None   # compute dtype; weights stay fp32
         if self.mp_dtype and (w := slow_bf16_warning('model.dtype=bfloat16', self.dist.device)): logger.warning(w)
