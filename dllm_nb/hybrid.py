@@ -14,6 +14,7 @@ from .masks import MaskMod, bd3_mask_mod, chunked_block_mask, dense_mask
 from .loss import LossParts, count_noise, count_tokens, hybrid_loss, token_ce
 from .mdlm import masked_backbone
 from .mdlm import mdlm_attention_mask, mdlm_block_mask
+from .layer_masks import layer_windows
 from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, DLLMWrapper, RowLogits, hidden_as_logits
 from .registry import RUNTIME, Mode, register_mode, section_values
 from .core import row_generators
@@ -77,13 +78,16 @@ class HybridDiffusionLM(DLLMWrapper):
                              f"use one of {ATTN_IMPLEMENTATIONS}.")
         if not (isinstance(block_size, int) and block_size >= 1): raise ValueError(f"block_size={block_size} must be an int >= 1.")
         if mask_token_id is None: raise ValueError("hybrid masks inside its forward: pass mask_token_id (dllm.mask_token's id).")
+        layer_windows(backbone)                    # refuses a backbone whose attention structure the masks cannot keep
         self.backbone, self.block_size, self.mask_token_id = backbone, block_size, int(mask_token_id)
 
     def settings(self) -> dict: return dict(block_size=self.block_size, mask_token_id=self.mask_token_id)
 
     def two_copy_mask(self, L: int, attention_mask: Tensor):
-        if self.attn_implementation == 'flex_attention': return hybrid_block_mask(L, self.block_size, attention_mask, self.mask_mod)
-        return self.backbone_mask(hybrid_mask(L, self.block_size, attention_mask, self.mask_mod))
+        pos = torch.arange(L, device=attention_mask.device).repeat(2)[None]     # both copies at positions 0..L-1
+        if self.attn_implementation == 'flex_attention':
+            return self.backbone_mask(hybrid_block_mask(L, self.block_size, attention_mask, self.mask_mod), (pos, pos))
+        return self.backbone_mask(hybrid_mask(L, self.block_size, attention_mask, self.mask_mod), (pos, pos))
 
     def forward(self, input_ids: Tensor, *, masked_indices: Tensor, attention_mask: Optional[Tensor] = None,
                 lazy_head: bool = False) -> HybridOutput:
@@ -103,10 +107,10 @@ class HybridDiffusionLM(DLLMWrapper):
     def causal_logits(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None) -> Tensor:
         "The AR head alone: one plain causal pass `[B, L, V]` (what the clean copy computes, at half the length)."
         B, L = input_ids.shape
-        if self.attn_implementation == 'flex_attention':
-            mask = mdlm_block_mask(attention_mask, B, L, causal=True, device=input_ids.device)
-        else: mask = self.backbone_mask(mdlm_attention_mask(attention_mask, L, causal=True, device=input_ids.device).expand(B, 1, L, L))
         pos = torch.arange(L, device=input_ids.device).expand(B, L)
+        if self.attn_implementation == 'flex_attention':
+            mask = self.backbone_mask(mdlm_block_mask(attention_mask, B, L, causal=True, device=input_ids.device), (pos, pos))
+        else: mask = self.backbone_mask(mdlm_attention_mask(attention_mask, L, causal=True, device=input_ids.device).expand(B, 1, L, L), (pos, pos))
         return self.backbone(input_ids=input_ids, attention_mask=mask, position_ids=pos, use_cache=False).logits
 
 # %% ../nbs/08c_hybrid.ipynb

@@ -15,7 +15,8 @@ from .sampling import (GenerationOutput, KVBuffer, Prompts, cut_at_eos, model_de
                               right_pad, row_seeds)
 from .loss import LossParts, count_tokens, token_ce
 from .masks import MaskMod, bd3_mask_mod, chunked_block_mask, dense_mask
-from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, DLLMWrapper, RowLogits, hidden_as_logits, model_attention_mask
+from .layer_masks import layer_windows
+from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, DLLMWrapper, RowLogits, hidden_as_logits
 from .stages import Batch, Counts, Noised, Stage
 from .mdlm import masked_backbone
 from .registry import RUNTIME, Mode, register_mode, section_values
@@ -71,6 +72,7 @@ class IntrospectiveDiffusionLM(DLLMWrapper):
             raise ValueError(f"I-DLM needs a 4D attention mask, which attn_implementation={impl!r} ignores; "
                              f"use one of {ATTN_IMPLEMENTATIONS}.")
         if not block_size >= 1: raise ValueError(f"block_size={block_size} must be >= 1.")
+        layer_windows(backbone)                    # refuses a backbone whose attention structure the masks cannot keep
         self.backbone, self.block_size = backbone, int(block_size)
 
     def settings(self) -> dict: return dict(block_size=self.block_size)
@@ -82,9 +84,9 @@ class IntrospectiveDiffusionLM(DLLMWrapper):
             raise ValueError(f"noisy_input_ids {tuple(noisy_input_ids.shape)} must match input_ids {(B, L)}.")
         am = torch.ones_like(input_ids) if attention_mask is None else attention_mask
         bs = block_size or self.block_size
-        mask = (idlm_block_mask(L, bs, am) if self.attn_implementation == 'flex_attention'
-                else self.backbone_mask(idlm_mask(L, bs, am)))
         pos = torch.arange(L, device=input_ids.device).repeat(2).expand(B, 2 * L)
+        mask = self.backbone_mask(idlm_block_mask(L, bs, am) if self.attn_implementation == 'flex_attention'
+                                  else idlm_mask(L, bs, am), (pos, pos))          # sliding layers: the band on positions
         with hidden_as_logits(self.backbone, head := self.lazy_head(lazy_head)):   # RowLogits: the loss projects its rows
             out = self.backbone(input_ids=torch.cat([noisy_input_ids, input_ids], 1), attention_mask=mask,
                                 position_ids=pos, use_cache=False).logits
@@ -194,6 +196,7 @@ class _IDLMState:
         self.cache = KVBuffer(model.backbone.config.get_text_config().num_hidden_layers, len(P), ids.device)
         self.pending, self.pending_pos = ids, torch.arange(ids.shape[1], device=ids.device).expand_as(ids)
         self.pending_valid = self.pending_pos < P[:, None]
+        self.key_pos = torch.zeros(len(P), 0, dtype=torch.long, device=ids.device)   # [B, C] positions of the cached keys
 
     def step(self, mask_id: int, b: int) -> Tensor:
         "One pass over `[pending ; MASK × b]`: logits `[B, 1 + b, V]` (anchor, then drafts); pending joins the cache."
@@ -202,9 +205,10 @@ class _IDLMState:
         ids = torch.cat([self.pending, masks], 1)
         pos = torch.cat([self.pending_pos, self.next_pos[:, None] + torch.arange(b, device=ids.device)], 1)
         keep = _keep(self.cache.valid, p + b, torch.cat([self.pending_valid, torch.ones_like(masks, dtype=torch.bool)], 1))
-        out = m.backbone(input_ids=ids, attention_mask=model_attention_mask(keep, m.attn_implementation, m.backbone.dtype),
+        out = m.backbone(input_ids=ids, attention_mask=m.backbone_mask(keep, (pos, torch.cat([self.key_pos, pos], 1))),
                          position_ids=pos, cache=self.cache, use_cache=True).logits
         self.cache.keep(p, self.pending_valid)                                              # drop the mask K/V
+        self.key_pos = torch.cat([self.key_pos, self.pending_pos], 1)
         last = self.pending_valid.sum(1) - 1                                                 # last real pending column
         return torch.cat([out[torch.arange(B), last][:, None], out[:, p:]], 1)
 

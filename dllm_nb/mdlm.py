@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import torch.nn.functional as F
 from torch.nn.attention.flex_attention import BlockMask
 from .loss import LossParts, ar_loss, ar_pair_count, ar_pair_mask, count_tokens, mc_mean_se, mdlm_loss, row_ce
+from .layer_masks import layer_windows
 from .masks import MaskMod, chunked_block_mask
 from .models import DLLMOutput, DLLMWrapper, MaskLike, RowLogits, SharedKVCache, add_mask_token, hidden_as_logits
 from .registry import RUNTIME, Mode, register_mode, section_values
@@ -72,15 +73,17 @@ class MaskedDiffusionLM(DLLMWrapper):
         super().__init__()
         self.backbone, self.supervise_padding, self.shift_logits = backbone, supervise_padding, shift_logits
         backbone.config.is_causal = False          # saved with the config: reloads as a bidirectional model
+        layer_windows(backbone)                    # refuses a backbone whose attention structure the masks cannot keep
 
     def settings(self) -> dict: return dict(supervise_padding=self.supervise_padding, shift_logits=self.shift_logits)
 
     def _padding_mask(self, attention_mask: Optional[Tensor], B: int, T: int, causal: bool, device) -> MaskLike:
-        "The `[B, 1, T, T]` mask in the kernel's form: from the predicate for Flex, else the dense keep-mask."
+        "The `[B, 1, T, T]` mask in the kernel's form: from the predicate for Flex, else the dense keep-mask; sliding layers: the band."
+        pos = torch.arange(T, device=device)[None]
         if self.attn_implementation == 'flex_attention':
-            return mdlm_block_mask(attention_mask, B, T, self.supervise_padding, causal, device)
+            return self.backbone_mask(mdlm_block_mask(attention_mask, B, T, self.supervise_padding, causal, device), (pos, pos))
         keep = mdlm_attention_mask(attention_mask, T, self.supervise_padding, causal, device)
-        return self.backbone_mask(keep.expand(B, 1, T, T))
+        return self.backbone_mask(keep.expand(B, 1, T, T), (pos, pos))
 
     def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None, causal: bool = False,
                 lazy_head: bool = False) -> DLLMOutput:
@@ -233,7 +236,8 @@ class MDLMCache:
         (B, T), m = x.shape, self.model
         keep = mdlm_attention_mask(self.am, T, device=x.device).expand(B, 1, T, T)
         cache = SharedKVCache(self.n_layers)
-        out = m.backbone(input_ids=x, attention_mask=m.backbone_mask(keep), position_ids=torch.arange(T, device=x.device).expand(B, T),
+        pos = torch.arange(T, device=x.device).expand(B, T)
+        out = m.backbone(input_ids=x, attention_mask=m.backbone_mask(keep, (pos, pos)), position_ids=pos,
                          cache=cache, use_cache=True)
         self.kv = cache.kv
         return out.logits
@@ -247,7 +251,8 @@ class MDLMCache:
         cached = self.am.bool() & ~fresh                                                # [B, T] visible cached keys
         keep = torch.cat([cached[:, None, None].expand(B, 1, q.shape[1], T),
                           cached.new_ones(B, 1, q.shape[1], q.shape[1])], -1)
-        out = m.backbone(input_ids=x.gather(1, q), attention_mask=m.backbone_mask(keep), position_ids=q,
+        kpos = torch.cat([k.expand(B, T), q], 1)                                        # cached columns, then the fresh ones
+        out = m.backbone(input_ids=x.gather(1, q), attention_mask=m.backbone_mask(keep, (q, kpos)), position_ids=q,
                          cache=SharedKVCache(self.n_layers, self.kv), use_cache=True, logits_to_keep=q.shape[1])
         return out.logits[:, :e - s]
 

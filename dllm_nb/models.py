@@ -15,6 +15,7 @@ from safetensors.torch import load_file, save_file
 from transformers import AutoModelForCausalLM, LlamaConfig, PretrainedConfig, Qwen2Config, Qwen3Config
 from transformers.cache_utils import Cache, DynamicLayer
 from .masks import MaskSpec, to_additive
+from .layer_masks import layer_masks, layer_windows
 from .lora import add_lora, load_lora, save_lora
 from .core import moved_names
 from .gguf import gguf_to_hf
@@ -171,9 +172,14 @@ class DLLMWrapper(nn.Module):
     def config(self): return self.backbone.config
     @property
     def attn_implementation(self) -> str: return self.backbone.config._attn_implementation
-    def backbone_mask(self, mask: MaskLike) -> MaskLike:
-        "`mask` (bool keep, `[B, 1, Q, K]`, or a BlockMask) in the form this backbone's attention takes."
-        return model_attention_mask(mask, self.attn_implementation, self.backbone.dtype)
+    def per_layer_masks(self, mask: MaskLike, positions: Optional[tuple] = None) -> dict:
+        "`{layer type: mask}` in this backbone's form, each narrowed to its layers' window (`03a_layer_masks`); key `None`: one for all."
+        impl, dtype = self.attn_implementation, self.backbone.dtype
+        return {t: model_attention_mask(m, impl, dtype) for t, m in layer_masks(mask, layer_windows(self.backbone), positions).items()}
+    def backbone_mask(self, mask: MaskLike, positions: Optional[tuple] = None):
+        "`mask` (bool keep `[B, 1, Q, K]`, a BlockMask, a MaskSpec, or a `per_layer_masks` dict) as the backbone's `attention_mask`."
+        masks = self.per_layer_masks(mask, positions)     # positions (q_pos [B, Q], k_pos [B, K]): what a dense mask's band needs
+        return masks[None] if None in masks else masks
     full_logits: bool = False        # the trainer sets it from train.full_logits: never defer the head
 
     def lazy_head(self, lazy: bool) -> Optional[nn.Module]:

@@ -33,7 +33,7 @@ __all__ = ['BLOCK_DIFFUSION', 'BlockDiffusionSettings', 'BlockDiffusionStrategy'
 class BlockDiffusionSettings:
     "Settings of `block_diffusion` = its config section `block_diffusion:`; the `RUNTIME` fields come from `dllm.*` and the tokenizer."
     block_size: int = 4                     # block_diffusion: canvas block = collator fill = sampler block length; 1 = autoregressive
-    sliding_window: Optional[int] = None    # block_diffusion: encoder keys visible before each block start; None = all
+    sliding_window: Optional[int] = None    # block_diffusion: encoder keys visible before each block start; None = all (a sliding-window backbone's layers: the smaller of it and theirs)
     encoder_loss_weight: float = 1.0        # block_diffusion: weight of the encoder's next-token loss
     encoder_loss_tokens: Literal['all', 'response'] = 'all'  # block_diffusion: that loss on every content pair (reference) or the response (= ar mode's)
     scored_blocks: Literal['one', 'all'] = 'all'  # block_diffusion: canvas blocks the loss scores per example ('one' = reference)

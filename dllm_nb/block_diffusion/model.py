@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from fastcore.basics import patch
 from transformers.modeling_layers import GradientCheckpointingLayer
+from ..layer_masks import layer_windows
 from ..models import DLLMOutput, DLLMWrapper, MaskLike, RowLogits, SharedKVCache, hidden_as_logits
 
 # %% auto 0
@@ -100,6 +101,7 @@ class BlockDiffusionLM(DLLMWrapper):
         H = backbone.get_input_embeddings().embedding_dim
         self.self_cond = SelfConditioning(H, self_cond_intermediate_size) if self_conditioning else None
         self.num_layers = backbone.config.get_text_config().num_hidden_layers
+        layer_windows(backbone)                  # refuses a backbone whose attention structure the masks cannot keep
         _allow_checkpointing_with_cache(backbone)
 
     def settings(self) -> dict:
@@ -151,7 +153,7 @@ def forward(self: BlockDiffusionLM, input_ids: Tensor, canvas_ids: Tensor, encod
             prev_logits: Optional[Tensor] = None, return_encoder_logits: Optional[bool] = None,
             lazy_head: bool = False) -> DLLMOutput:
     _check_geometry(input_ids, canvas_ids, encoder_mask, decoder_mask, decoder_position_ids, do_self_conditioning)
-    encoder_mask, decoder_mask = self.backbone_mask(encoder_mask), self.backbone_mask(decoder_mask)   # once: both decodes share it
+    encoder_mask, decoder_mask = self.per_layer_masks(encoder_mask), self.per_layer_masks(decoder_mask)   # once: both decodes share them
     enc_logits = self.training if return_encoder_logits is None else return_encoder_logits
     head = self.lazy_head(lazy_head)                 # deferred: the passes return hidden states, RowLogits projects rows
     lazy = (lambda h: h) if head is None else (lambda h: RowLogits(h, head))

@@ -10,8 +10,8 @@ import torch
 from torch import Tensor, nn
 from fastcore.basics import patch
 from ..core import randint_rows, row_generators
-from ..masks import build_batched_block_mask, build_encoder_mask
-from ..models import model_attention_mask
+from ..layer_masks import layer_windows, min_window
+from ..masks import DecoderMask, EncoderMask
 from ..sampling import (GenerationOutput, KVBuffer, Prompts, TrajectoryRecorder, block_generators, cut_at_eos, encode_prompts,
                               model_device, predict_tokens, progress_bar, right_pad, row_seeds, select_transfer, token_id)
 from .model import BlockDiffusionLM, canvas_position_ids, shift_canvas_logits
@@ -77,20 +77,21 @@ class CachedContext:
 
 # %% ../../nbs/07d_block_diffusion_sampler.ipynb
 @patch
-def _keep_mask(self: CachedContext, cpos: Tensor, start: Tensor, key_pos: Tensor, key_valid: Tensor, r: int) -> Tensor:
-    "`[B, 1, L+r, C+L+r]`: clean rows causal (and windowed) over the context, canvas rows the context before their block + the canvas."
+def _keep_mask(self: CachedContext, cpos: Tensor, start: Tensor, key_pos: Tensor, key_valid: Tensor, r: int,
+               w: Optional[int] = None) -> Tensor:
+    "`[B, 1, L+r, C+L+r]`: clean rows causal (band `w`) over the context, canvas rows the context before their block (from `start - w + 1`) + the canvas."
     (B, L), C = cpos.shape, key_pos.shape[1] - cpos.shape[1]
     kp = key_pos[:, None]
     keep = key_valid[:, None] & (kp <= torch.cat([cpos, (start - 1)[:, None].expand(B, r)], 1)[..., None])
-    if self.w is not None:                                  # the training rule: keys >= anchor - w + 1
-        keep &= kp >= torch.cat([cpos, start[:, None].expand(B, r)], 1)[..., None] - self.w + 1
+    if w is not None:                                       # the training rule: keys >= anchor - w + 1
+        keep &= kp >= torch.cat([cpos, start[:, None].expand(B, r)], 1)[..., None] - w + 1
     j = torch.arange(L, device=cpos.device)
     keep[:, j, C + j] = True                                 # a clean row keeps itself (pad rows included)
     return torch.cat([keep, (torch.arange(L + r, device=cpos.device) >= L)[:, None].expand(B, L + r, r)], -1)[:, None]
 
 @patch
 def _layout(self: CachedContext, r: int) -> tuple:
-    "The pending clean rows as a right-padded batch `(ids, lens, cpos, start, key_pos, key_valid, keep)` before `r` canvas rows."
+    "The pending clean rows as a right-padded batch `(ids, lens, cpos, start, key_pos, key_valid, keep)` before `r` canvas rows; `keep` per layer type."
     B, device = len(self.pending), self.valid.device
     n_new = [len(p) for p in self.pending]                                           # prompt, a block, or 0
     lens, L = torch.tensor(n_new, device=device), max(n_new)
@@ -98,7 +99,9 @@ def _layout(self: CachedContext, r: int) -> tuple:
     j, start = torch.arange(L, device=device), self.next_pos + lens                   # start: the canvas block's
     cpos = self.next_pos[:, None] + j                                                 # [B, L] clean positions
     key_pos, key_valid = torch.cat([self.key_pos, cpos], 1), torch.cat([self.valid, j < lens[:, None]], 1)
-    return ids, lens, cpos, start, key_pos, key_valid, self._keep_mask(cpos, start, key_pos, key_valid, r)
+    keep = {t: self._keep_mask(cpos, start, key_pos, key_valid, r, min_window(self.w, w))     # per layer type: the
+            for t, w in layer_windows(self.model.backbone).items()}                          # sampler's and layer's windows
+    return ids, lens, cpos, start, key_pos, key_valid, keep
 
 # %% ../../nbs/07d_block_diffusion_sampler.ipynb
 @patch
@@ -117,7 +120,7 @@ def _pass(self: CachedContext, x: Optional[Tensor]) -> Optional[Tensor]:
     n = int(lens[lens > 0].min()) - 1 if m.shift_logits and L else L    # shifted: the last clean rows' logits too
     with _last_mlp_rows_from(m.backbone, n):      # clean rows need K/V only: the last MLP runs on the canvas rows
         out = m.backbone(inputs_embeds=x_clean if x is None else torch.cat([x_clean, x], 1), cache=self.cache,
-                         attention_mask=model_attention_mask(keep, m.attn_implementation, m.backbone.dtype),
+                         attention_mask=m.backbone_mask(keep),
                          position_ids=torch.cat([cpos, canvas_position_ids(start, r)], 1), use_cache=True,
                          logits_to_keep=max(r + L - n, 1))
     self._appended(L, key_pos, key_valid, start)
@@ -136,8 +139,8 @@ class ReencodeContext:
         m, b = self.model, canvas.shape[1]
         ids, L = right_pad(self.rows, 0, max(map(len, self.rows)) + b, canvas.device)    # [n, S], lengths [n]
         am = (torch.arange(ids.shape[1], device=ids.device)[None] < L[:, None]).long()
-        state = m.encode(ids, build_encoder_mask(am, self.w), return_logits=m.shift_logits)
-        mask = build_batched_block_mask(L, torch.full_like(L, b), ids.shape[1], b, self.w)
+        state = m.encode(ids, EncoderMask(am, self.w), return_logits=m.shift_logits)
+        mask = DecoderMask(L, torch.full_like(L, b), ids.shape[1], b, self.w)
         return m.canvas_logits(state, canvas, mask, canvas_position_ids(L, b), *_self_cond_args(m, prev_logits, has_prev))
 
     def commit(self, block: Tensor, rows: Optional[Tensor] = None) -> None:

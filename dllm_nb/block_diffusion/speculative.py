@@ -9,7 +9,6 @@ from typing import Optional
 import torch
 from torch import Tensor
 from ..core import randint_rows, row_generators
-from ..models import model_attention_mask
 from ..sampling import GenerationOutput, Prompts, encode_prompts, model_device, progress_bar, row_seeds, token_id
 from ..sampling import Trajectory   # noqa: F401  (the docs resolve GenerationOutput's annotations here)
 from .model import BlockDiffusionLM, canvas_position_ids, shift_canvas_logits
@@ -29,7 +28,7 @@ class VerifyContext(CachedContext):
         x = m.backbone.get_input_embeddings()(ids)
         if canvas is not None: x = torch.cat([x, m.canvas_embeds(canvas)], 1)
         out = m.backbone(inputs_embeds=x, cache=self.cache, use_cache=True,
-                         attention_mask=model_attention_mask(keep, m.attn_implementation, m.backbone.dtype),
+                         attention_mask=m.backbone_mask(keep),
                          position_ids=torch.cat([cpos, canvas_position_ids(start, r)], 1),
                          logits_to_keep=L + r - skip)                    # a prompt's rows but its last need no logits
         self.last = (self.valid.shape[1], lens)                         # where this pass's clean columns start
