@@ -123,6 +123,7 @@ class RLConfig:
     prompt_mask_p: float = 0.0              # mdlm: each prompt token hidden w.p. p in every likelihood pass (d1: 0.15)
     max_new_tokens: Optional[int] = None    # rollout canvas; null = the policy's own (its final/dllm_config.json)
     steps: Optional[int] = None             # rollout denoising steps (mdlm: in all; block_diffusion: per block); null = one per token
+    sampler_cache: Optional[Literal['prefix', 'dual']] = None  # rollouts with the sampler's K/V cache where the mode has one (mdlm, 08d_mdlm); null = full passes
     loss_agg: Literal['token', 'sequence', 'constant'] = 'token'  # token: mean over the batch's tokens (DAPO); sequence: per-completion mean (GRPO); constant: sum / (completions * max_new_tokens) (Dr. GRPO)
     scale_rewards: bool = True              # divide advantages by the group's reward std (Dr. GRPO: false)
     eval_n: int = 100                       # held-out test prompts scored (greedy) every train.eval_every steps and at the end (0 = never)

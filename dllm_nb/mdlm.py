@@ -240,12 +240,14 @@ class MDLMCache:
         out = m.backbone(input_ids=x, attention_mask=m.backbone_mask(keep, (pos, pos)), position_ids=pos,
                          cache=cache, use_cache=True)
         self.kv = cache.kv
-        return out.logits
+        l = out.logits
+        return torch.cat([l[:, :1], l[:, :-1]], 1) if m.shift_logits else l     # Dream: token j is read at position j - 1
 
     def block(self, x: Tensor, s: int, e: int) -> Tensor:
         "Logits `[B, e-s, V]` of canvas block `[s, e)` from a pass over the block (dual) or block + suffix (prefix)."
         m, (B, T) = self.model, x.shape
         q = self.cols[:, s:e] if self.dual else self.cols[:, s:]                       # [B, Q] fresh columns
+        if m.shift_logits: q = torch.cat([q[:, :1] - 1, q], 1)                          # Dream: column s is read at s - 1
         k = torch.arange(T, device=x.device)[None]
         fresh = (k >= q[:, :1]) & (k <= q[:, -1:])                                      # served by this pass
         cached = self.am.bool() & ~fresh                                                # [B, T] visible cached keys
@@ -254,7 +256,7 @@ class MDLMCache:
         kpos = torch.cat([k.expand(B, T), q], 1)                                        # cached columns, then the fresh ones
         out = m.backbone(input_ids=x.gather(1, q), attention_mask=m.backbone_mask(keep, (q, kpos)), position_ids=q,
                          cache=SharedKVCache(self.n_layers, self.kv), use_cache=True, logits_to_keep=q.shape[1])
-        return out.logits[:, :e - s]
+        return out.logits[:, :e - s]                                                   # (shifted: columns s-1 .. e-2)
 
 # %% ../nbs/08d_mdlm.ipynb
 @torch.no_grad()
@@ -344,9 +346,12 @@ def build_mdlm(cfg, tokenizer, backbone, verbose: bool = True):
     mask_id = masked_backbone(cfg, tokenizer, backbone, verbose)
     return MaskedDiffusionLM(backbone, supervise_padding=cfg.dllm.supervise_padding, shift_logits=cfg.mdlm.shift_logits), mask_id
 
-def sample_mdlm(model, prompts, tokenizer=None, max_new_tokens: int = 32, steps=None, block_size=None, **kw):
-    "`generate_mdlm` with the registry's defaults: blocks of `block_size` (8), `steps` in all (one per token)."
+def sample_mdlm(model, prompts, tokenizer=None, max_new_tokens: int = 32, steps=None, block_size=None,
+                cache: Optional[str] = None, **kw):
+    "`generate_mdlm` with the registry's defaults: blocks of `block_size` (8), `steps` in all (one per token); `cache` ('prefix'/'dual'): `generate_mdlm_cached`."
     bs = min(block_size or 8, max_new_tokens)
+    if cache is not None: return generate_mdlm_cached(model, prompts, max_new_tokens, bs, steps or max_new_tokens, tokenizer=tokenizer,
+                                                      cache=cache, **kw)
     return generate_mdlm(model, prompts, max_new_tokens, bs, steps or max_new_tokens, tokenizer=tokenizer, **kw)
 
 MDLM = register_mode(Mode('mdlm', MDLMSettings, MDLMStrategy, build_mdlm, sample_mdlm, model_classes=(MaskedDiffusionLM,),

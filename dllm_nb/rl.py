@@ -200,6 +200,10 @@ class RLTrainer:
         self.max_new_tokens = self.r.max_new_tokens or run.get('sampler', {}).get('max_new_tokens') or cfg.dllm.max_new_tokens
         self.block_size = saved_block_size(self.r.init)
         self.sample_kw = dict(block_size=self.block_size, **self.steps_kw())
+        self.cache_kw = {} if self.r.sampler_cache is None else dict(cache=self.r.sampler_cache)    # rollouts only; eval stays uncached
+        if self.cache_kw and 'cache' not in inspect.signature(self.mode.sample).parameters:
+            raise ConfigError([f"rl.sampler_cache={self.r.sampler_cache!r}: the {self.mode.name} sampler has no K/V cache option; "
+                               "leave it null (block_diffusion's sampler always caches its clean prefix)"])
         self.rows = [dict(prompt=ex['messages'][0]['content'], answer=ex['answer']) for ex in task_examples(self.r.task, 'train', cfg.seed)]
         self.reward = load_reward(self.r.reward, self.r.task)
         call_reward(self.reward, self.rows[0]['prompt'], '', self.rows[0]['answer'], self.r.reward)   # a bad reward fails now
@@ -240,7 +244,7 @@ def step(self: RLTrainer, k: int) -> dict:
     seeds = [step_seed(self.cfg.seed, k, i, g) for i in idx for g in range(r.group_size)]
     self.policy.eval()
     ro = rollout(self.policy, self.tok, [self.rows[i] for i in idx], r.group_size, self.reward, seeds, self.max_new_tokens,
-                 r.temperature, r.task, r.reward, r.scale_rewards, **self.sample_kw)
+                 r.temperature, r.task, r.reward, r.scale_rewards, **self.sample_kw, **self.cache_kw)
     t1 = time.perf_counter()
     n, L = len(ro.completion_ids), max(map(len, ro.completion_ids))
     valid = torch.arange(L)[None] < torch.tensor([len(c) for c in ro.completion_ids])[:, None]

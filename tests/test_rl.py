@@ -92,11 +92,21 @@ def test_sigterm_then_resume_is_exact(work):
 def test_other_modes_train(work, kind):
     "mdlm (coupled estimator, d1's prompt masking, mu = 2, a KL term) and ar (plain GRPO) run end to end and change weights."
     init = make_init(work, kind)
+    cache = ['rl.sampler_cache=prefix'] if kind == 'mdlm' else []          # mdlm rollouts with the K/V-cached sampler
     run(rl_args(init, work / f'rl_{kind}', 'rl.estimator=coupled', 'rl.prompt_mask_p=0.15', 'rl.inner_steps=2',
-                'rl.beta=0.04', 'train.max_steps=2'), work)
+                'rl.beta=0.04', 'train.max_steps=2', *cache), work)
     assert not torch.equal(final_weights(work / f'rl_{kind}' / 'final'), final_weights(init))
     rec = json.loads((work / f'rl_{kind}' / 'metrics.jsonl').read_text().splitlines()[-1])
     assert rec['kl'] >= 0 and 0 <= rec['clip_frac'] <= 1
+
+
+def test_sampler_cache_needs_a_cached_sampler(work):
+    "rl.sampler_cache on a mode whose sampler has no cache option is one error line, exit 2, before any rollout."
+    init = make_init(work, 'block_diffusion')
+    p = run(rl_args(init, work / 'rl_bd_cache', 'rl.sampler_cache=dual'), work, check=False)
+    assert p.returncode == 2, p.stderr[-2000:]
+    assert "rl.sampler_cache='dual': the block_diffusion sampler has no K/V cache option" in p.stderr
+    assert not (work / 'rl_bd_cache' / 'metrics.jsonl').exists()
 
 
 @pytest.mark.parametrize('reward, says', [('no_such_mod:f', 'cannot be loaded'), ('rl_test_reward:nope', 'cannot be loaded'),
