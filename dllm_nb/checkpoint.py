@@ -454,8 +454,8 @@ def load_checkpoint(path, device=None, attn_implementation: str = 'sdpa'):
     meta = json.loads((path / DLLM_CONFIG_NAME).read_text())       # the class, and the run record (`saved_run`)
     kind, classes, mask = meta.get('model_class'), model_classes(), meta.get('run', {}).get('mask_token')
     if kind not in classes: raise ValueError(f"{path}: unknown model_class {kind!r}; known: {sorted(classes)}.")
-    tokenizer = load_tokenizer(path if (path / 'tokenizer.json').exists() or (path / 'tokenizer_config.json').exists() else None)
     model = classes[kind].from_pretrained(path, attn_implementation).to(device or 'cpu').eval()
+    tokenizer = load_tokenizer(path if (path / 'tokenizer.json').exists() or (path / 'tokenizer_config.json').exists() else None)
     if mask and tokenizer.mask_token != mask:
         tokenizer.add_special_tokens({'mask_token': mask})    # the mask token the model was trained with
     return model, tokenizer
