@@ -67,6 +67,14 @@ def test_two_processes_equal_one(work):
     assert torch.allclose(a, b, atol=1e-6), (a - b).abs().max()
     recs = [json.loads(l) for l in (work / 'two' / 'metrics.jsonl').read_text().splitlines()]
     assert [r['step'] for r in recs] == [1, 2, 3]                    # logged once, by rank 0
+    # the broken twin: the same 2 processes without the gradient sum over ranks must not match one process
+    (work / 'rl_no_sync.py').write_text("import sys, dllm_nb.rl as rl\nrl.sync_grads = lambda model: None\nsys.exit(rl.main())\n")
+    p = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2', 'rl_no_sync.py',
+                        *rl_args(init, work / 'two_unsynced')[2:]], cwd=work, env={**ENV, 'PYTHONPATH': f'{work}{os.pathsep}{ROOT}'},
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    c = final_weights(work / 'two_unsynced' / 'final')
+    assert not torch.allclose(a, c, atol=1e-6), 'a 2-process run without the gradient sum matched one process: the test cannot fail'
 
 
 def test_sigterm_then_resume_is_exact(work):
