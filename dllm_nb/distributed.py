@@ -15,8 +15,8 @@ from fastcore.basics import patch
 from .core import default_device, sample_seeds, splitmix64
 
 # %% auto 0
-__all__ = ['DistInfo', 'launched_by_torchrun', 'exit_with_parent', 'init_distributed', 'cleanup', 'exit_process', 'is_dist',
-           'world_size', 'get_rank', 'is_main', 'print0', 'barrier', 'all_reduce_sum', 'all_reduce_mean',
+__all__ = ['DistInfo', 'launched_by_torchrun', 'exit_with_parent', 'elastic_store', 'init_distributed', 'cleanup', 'exit_process',
+           'is_dist', 'world_size', 'get_rank', 'is_main', 'print0', 'barrier', 'all_reduce_sum', 'all_reduce_mean',
            'broadcast_object', 'shard_global_batch', 'MicroBatch', 'GlobalBatchSampler', 'StepBatches', 'step_loader',
            'find_decoder_layers', 'apply_fsdp', 'wrap_model', 'set_grad_sync', 'clip_grad_norm_', 'full_state_dict',
            'load_full_state_dict']
@@ -46,6 +46,14 @@ def exit_with_parent(sig: int = signal.SIGTERM) -> bool:
     return ok
 
 # %% ../nbs/10_distributed.ipynb
+def elastic_store(timeout: Optional[datetime.timedelta] = None) -> Optional[dist.Store]:
+    "torchrun's shared store with this restart's keys apart (`TORCHELASTIC_RESTART_COUNT`), on one node; None elsewhere (torch's default)."
+    if os.environ.get('TORCHELASTIC_USE_AGENT_STORE') != 'True' or os.environ.get('GROUP_WORLD_SIZE', '1') != '1': return None
+    from torch.distributed.rendezvous import rendezvous
+    store, _, _ = next(rendezvous('env://', **({} if timeout is None else dict(timeout=timeout))))
+    return dist.PrefixStore(f"dllm_nb/restart{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", store)
+
+# %% ../nbs/10_distributed.ipynb
 def init_distributed(device: Optional[str] = None, timeout_s: Optional[float] = None) -> DistInfo:
     "Join torchrun's process group (NCCL on GPU, gloo on CPU; `device='cpu'` forces CPU), or return single-process info."
     use_cuda = torch.cuda.is_available() if device is None else torch.device(device).type == 'cuda'
@@ -56,8 +64,9 @@ def init_distributed(device: Optional[str] = None, timeout_s: Optional[float] = 
     dev = torch.device('cuda', local) if use_cuda else torch.device('cpu')
     if use_cuda: torch.cuda.set_device(dev)
     if not dist.is_initialized():
-        dist.init_process_group('nccl' if use_cuda else 'gloo', device_id=dev if use_cuda else None,
-                                timeout=None if timeout_s is None else datetime.timedelta(seconds=timeout_s))
+        timeout = None if timeout_s is None else datetime.timedelta(seconds=timeout_s)
+        store = dict(store=s, rank=rank, world_size=world) if (s := elastic_store(timeout)) is not None else {}   # restarts
+        dist.init_process_group('nccl' if use_cuda else 'gloo', device_id=dev if use_cuda else None, timeout=timeout, **store)
     return DistInfo(rank, world, local, dev)
 
 # %% ../nbs/10_distributed.ipynb
