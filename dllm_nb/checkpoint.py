@@ -24,11 +24,11 @@ from .distributed import all_reduce_sum, barrier
 
 # %% auto 0
 __all__ = ['STATE_FILES', 'RESUME_SAFE_KEYS', 'LOCK_FILE', 'RUN_FILES', 'RERUN_HINT', 'list_checkpoints', 'finite_checkpoints',
-           'UnsafeCheckpointError', 'write_trainer_state', 'read_trainer_state', 'read_dcp_metadata', 'SafeReader',
-           'SafeLoadPlanner', 'save_checkpoint', 'weights_finite', 'weight_mismatches', 'data_drift',
-           'restore_checkpoint', 'config_changes', 'ResumeError', 'resume_checkpoint', 'lock_run_dir', 'holds_lock',
-           'unlock_run_dir', 'preflight', 'model_classes', 'saved_run', 'saved_block_size', 'is_training_checkpoint',
-           'load_training_checkpoint', 'load_checkpoint']
+           'newest_checkpoint', 'UnsafeCheckpointError', 'write_trainer_state', 'read_trainer_state',
+           'read_dcp_metadata', 'SafeReader', 'SafeLoadPlanner', 'save_checkpoint', 'weights_finite',
+           'weight_mismatches', 'data_drift', 'restore_checkpoint', 'config_changes', 'ResumeError',
+           'resume_checkpoint', 'lock_run_dir', 'holds_lock', 'unlock_run_dir', 'preflight', 'model_classes',
+           'saved_run', 'saved_block_size', 'is_training_checkpoint', 'load_training_checkpoint', 'load_checkpoint']
 
 # %% ../nbs/09c_checkpoint.ipynb
 _CKPT = re.compile(r'^ckpt-(\d+)$')
@@ -44,6 +44,13 @@ def list_checkpoints(run_dir: str | Path) -> list[Path]:
 def finite_checkpoints(run_dir: str | Path) -> list[Path]:
     "`list_checkpoints` without those marked `NONFINITE` (saved with NaN/inf weights), oldest first."
     return [p for p in list_checkpoints(run_dir) if not (p / 'NONFINITE').exists()]
+
+def newest_checkpoint(run_dir: str | Path) -> Path | None:
+    "What a reader of a run folder opens: its newest finite `ckpt-NNNNNNN/`, or `final/` when that holds as many steps; None if neither."
+    final, ck = Path(run_dir) / 'final', (finite_checkpoints(run_dir) or [None])[-1]
+    if not (final / DLLM_CONFIG_NAME).exists(): return ck              # final/ appears whole (export.write_final) or not at all
+    steps = saved_run(final).get('steps_trained')                     # a run resumed past its end trains on after final/
+    return ck if ck is not None and steps is not None and int(_CKPT.match(ck.name).group(1)) > steps else final
 
 # %% ../nbs/09c_checkpoint.ipynb
 class UnsafeCheckpointError(ValueError):
@@ -187,7 +194,9 @@ def save_checkpoint(run_dir: str | Path, step: int, model, optimizer, trainer_st
         os.replace(tmp, final)                                          # atomic: resume never sees a half checkpoint
         keep = set(list_checkpoints(run_dir)[-keep_last:] + finite_checkpoints(run_dir)[-1:])
         for old in list_checkpoints(run_dir):
-            if old not in keep: shutil.rmtree(old)
+            if old in keep: continue
+            gone = run_dir / f'.{old.name}.tmp'; os.replace(old, gone)  # unlisted first: a kill while deleting leaves no half one
+            shutil.rmtree(gone)
     barrier()
     return final
 
@@ -410,8 +419,9 @@ def model_classes() -> dict:
 
 # %% ../nbs/09c_checkpoint.ipynb
 def saved_run(path) -> dict:
-    "The `run` record of a `final/` folder's `dllm_config.json` (mode, block size, mask token, sampler defaults), or `{}`."
+    "The `run` record of a `final/` folder's `dllm_config.json` (mode, block size, mask token, sampler defaults), or `{}`; a run folder: its `newest_checkpoint`'s."
     f = Path(path) / DLLM_CONFIG_NAME
+    if not f.exists() and (newest := newest_checkpoint(path)) is not None: f = newest / DLLM_CONFIG_NAME
     return json.loads(f.read_text()).get('run', {}) if f.exists() else {}
 
 # %% ../nbs/09c_checkpoint.ipynb
@@ -444,12 +454,14 @@ def load_training_checkpoint(path, device=None) -> tuple:
 
 # %% ../nbs/09c_checkpoint.ipynb
 def load_checkpoint(path, device=None, attn_implementation: str = 'sdpa'):
-    "`(model, tokenizer)` from a `save_pretrained` folder; the model class comes from its `dllm_config.json`."
+    "`(model, tokenizer)` from a `save_pretrained` folder (the model class from its `dllm_config.json`), a `ckpt-NNNNNNN/`, or a run folder (its newest)."
     path = Path(path)
     if not (path / DLLM_CONFIG_NAME).exists():
         if any((path / f).exists() for f in STATE_FILES):   # a run's ckpt-NNNNNNN/
             return load_training_checkpoint(path, device)[:2]
-        raise FileNotFoundError(f"{path} has no {DLLM_CONFIG_NAME}: not a dllm_nb checkpoint; give a run's final/ folder, "
+        if (newest := newest_checkpoint(path)) is not None:  # a run folder, perhaps still training: its newest whole model
+            return load_checkpoint(newest, device, attn_implementation)
+        raise FileNotFoundError(f"{path} has no {DLLM_CONFIG_NAME}: not a dllm_nb checkpoint; give a run folder, its final/ or "
                                 "one of its ckpt-NNNNNNN/ folders, or a folder written by save_pretrained")
     meta = json.loads((path / DLLM_CONFIG_NAME).read_text())       # the class, and the run record (`saved_run`)
     kind, classes, mask = meta.get('model_class'), model_classes(), meta.get('run', {}).get('mask_token')
