@@ -2,7 +2,8 @@
 run never destroys its own good state. One test (or one parametrised case) per row of the issue.
 
 Subprocesses only where the CLI process itself is the subject (exit code, one-line stderr, Ctrl-C, torchrun);
-the rest call the library or `main()` in-process. Whole file: about a minute on one core.
+the rest call the library or `main()` in-process. The long-lives section (issue 55) forks its many lives from one
+imported process (tests/scripts/lives.py): about a minute of CPU for that section, several for the whole file.
 """
 import ast, contextlib, json, os, re, signal, subprocess, sys, time
 from pathlib import Path
