@@ -13,6 +13,7 @@ from pathlib import Path
 from types import UnionType
 from typing import Literal, Optional, Sequence, Union, get_args, get_origin, get_type_hints
 import yaml
+from .files import write_whole
 from .core import ConfigError   # noqa: F401  (defined with the shared types, so lower modules can raise it)
 from .modes import get_mode, mode_names, mode_sections
 from .registry import MODES, config_fields, section_values
@@ -490,8 +491,7 @@ def config_to_dict(cfg: Config) -> dict:
 def save_config(cfg: Config, path) -> Path:
     "Write `cfg` as YAML (sections in declaration order); `load_config(path)` reads it back equal."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(config_to_dict(cfg), sort_keys=False))
-    return path
+    return write_whole(path, yaml.safe_dump(config_to_dict(cfg), sort_keys=False))   # whole or not at all
 
 # %% ../nbs/09a_config.ipynb
 def migrate_config(d: dict) -> tuple[dict, list[str]]:

@@ -14,6 +14,7 @@ from .data import MIXES, TASK_SCOPES, TASKS, as_messages, task_examples
 from .datafiles import json_rows
 from .distributed import full_state_dict
 from .eval import sampler_settings
+from .files import whole_folder, write_whole
 from .lora import LORA_WEIGHTS_NAME, merge_lora
 from .models import DLLM_CONFIG_NAME
 from .modes import MODES, build_model, get_mode
@@ -107,12 +108,12 @@ tokenizer's bos/eos/pad ids in `config.json` and `generation_config.json`; {plai
 """
 
 # %% ../nbs/11a_export.ipynb
-def write_model_card(out_dir: Path, cfg, scores: dict | None = None) -> Path:
-    "(Re)write `out_dir/README.md` from `dllm_config.json`'s `run` and the run's own data; the path is shown relative."
-    meta = json.loads((out_dir / DLLM_CONFIG_NAME).read_text())
+def write_model_card(out_dir: Path, cfg, scores: dict | None = None, folder: Path | None = None) -> Path:
+    "(Re)write `out_dir/README.md`, whole, from `dllm_config.json`'s `run` and the run's own data (`folder`: where `out_dir` is being built)."
+    out_dir = Path(out_dir); folder = Path(folder or out_dir)
+    meta = json.loads((folder / DLLM_CONFIG_NAME).read_text())
     checkpoint = '.' if out_dir.is_absolute() else out_dir.as_posix()   # never an absolute path: the folder may move
-    (out_dir / 'README.md').write_text(model_card(meta['run'], checkpoint, card_examples(cfg), scores, lora='lora' in meta))
-    return out_dir / 'README.md'
+    return write_whole(folder / 'README.md', model_card(meta['run'], checkpoint, card_examples(cfg), scores, lora='lora' in meta))
 
 # %% ../nbs/11a_export.ipynb
 def export_final(trainer, out_dir: str | Path):
@@ -130,13 +131,13 @@ def write_final(model, tok, cfg, mask_id, out_dir: str | Path, steps: int | None
     bb = getattr(model, 'backbone', None)                              # None: a DFlash drafter (its own config format)
     for c in (bb.config, bb.generation_config) if bb is not None else ():  # HF ids = the tokenizer's: plain generate stops right
         for k in ('bos_token_id', 'eos_token_id', 'pad_token_id'): setattr(c, k, getattr(tok, k))
-    model.save_pretrained(out_dir)                                     # weights + tokenizer only: optimizer state stays in checkpoints/
-    tok.save_pretrained(out_dir)
-    if bb is None: return model.eval()
-    run = run_metadata(cfg, mask_id, steps)
-    meta = json.loads((out_dir / DLLM_CONFIG_NAME).read_text())
-    (out_dir / DLLM_CONFIG_NAME).write_text(json.dumps({**meta, 'run': run}, indent=2))
-    write_model_card(out_dir, cfg)
+    with whole_folder(out_dir) as tmp:                                 # out_dir appears whole or not at all (a full disk)
+        model.save_pretrained(tmp)                                     # weights + tokenizer only: optimizer state stays in checkpoints/
+        tok.save_pretrained(tmp)
+        if bb is not None:
+            meta = json.loads((tmp / DLLM_CONFIG_NAME).read_text())
+            (tmp / DLLM_CONFIG_NAME).write_text(json.dumps({**meta, 'run': run_metadata(cfg, mask_id, steps)}, indent=2))
+            write_model_card(out_dir, cfg, folder=tmp)
     return model.eval()
 
 # %% ../nbs/11a_export.ipynb
@@ -144,10 +145,11 @@ def export_merged(checkpoint: Union[str, Path], out: Union[str, Path]) -> Path:
     "Load a LoRA `final/`, merge it, and save it (with its tokenizer and run record) to `out`."
     model, tok = load_checkpoint(checkpoint)
     if not getattr(model, 'lora', None): raise ValueError(f"{checkpoint} holds no LoRA adapters (no {LORA_WEIGHTS_NAME}): nothing to merge.")
-    out = Path(out); merge_lora(model).save_pretrained(out); tok.save_pretrained(out)
-    meta = json.loads((out / DLLM_CONFIG_NAME).read_text())
-    (out / DLLM_CONFIG_NAME).write_text(json.dumps({**meta, 'run': saved_run(checkpoint)}, indent=2))
-    return out
+    with whole_folder(out) as tmp:
+        merge_lora(model).save_pretrained(tmp); tok.save_pretrained(tmp)
+        meta = json.loads((tmp / DLLM_CONFIG_NAME).read_text())
+        (tmp / DLLM_CONFIG_NAME).write_text(json.dumps({**meta, 'run': saved_run(checkpoint)}, indent=2))
+    return Path(out)
 
 def is_lora_final(path) -> bool:
     "True for a `final/` folder that holds LoRA adapters (`adapter.safetensors`)."

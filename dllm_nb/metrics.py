@@ -9,6 +9,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Callable, Optional
 import torch
+from .files import append_whole, save_figure, write_whole
 from .modes import MODES
 
 # %% auto 0
@@ -74,7 +75,7 @@ class MetricsLogger:
         if not self.enabled: return
         rec = metrics.to_dict() if isinstance(metrics, StepRecord) else dict(step=step, **metrics)
         metrics = {k: v for k, v in rec.items() if k != 'step'}
-        with open(self.path, 'a') as f: f.write(json.dumps(rec) + '\n')
+        append_whole(self.path, json.dumps(rec) + '\n')                 # whole lines only, even on a full disk
         if self.tensorboard and self.tb is None:               # opened at the first record: a refused run writes no tb/
             from torch.utils.tensorboard import SummaryWriter   # optional extra: imported only when asked for
             self.tb = SummaryWriter(str(self.path.parent / 'tb'))
@@ -108,11 +109,11 @@ def plot_metrics(records: list[dict], path: str | Path | None = None):
     if va: ax.plot([r['step'] for r in va], [r['val_loss'] for r in va], 'o-', label='validation loss', ms=3)
     ax.set_xlabel('step'); ax.set_ylabel('loss'); ax.set_yscale('log'); ax.grid(alpha=.3); ax.legend()
     fig.tight_layout()
-    if path is not None: fig.savefig(path); plt.close(fig)
+    if path is not None: save_figure(fig, path); plt.close(fig)   # whole or not at all, like every file of a run
     return fig
 
 # %% ../nbs/09b_metrics.ipynb
 def trim_metrics(run_dir: str | Path, start: int):
     "Keep only the records of `metrics.jsonl` up to step `start` (a fresh start keeps none), so steps never repeat."
     p = Path(run_dir) / 'metrics.jsonl'
-    if p.exists(): p.write_text(''.join(json.dumps(r) + '\n' for r in read_metrics(run_dir) if start and r['step'] <= start))
+    if p.exists(): write_whole(p, ''.join(json.dumps(r) + '\n' for r in read_metrics(run_dir) if start and r['step'] <= start))

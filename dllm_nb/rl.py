@@ -22,6 +22,7 @@ from .data import TASKS, task_examples, task_reward
 from .tasks import SHAPED_REWARDS
 from .distributed import all_reduce_sum, is_dist
 from .eval import exact_match
+from .files import save_figure, whole_folder
 from .generate import step_options
 from .metrics import MetricsLogger, read_metrics, trim_metrics
 from .models import DLLM_CONFIG_NAME
@@ -332,13 +333,12 @@ def fit(self: RLTrainer, stop_at: Optional[int] = None) -> list[dict]:
 @patch
 def export(self: RLTrainer, out_dir) -> Path:
     "Write the policy as a `final/` folder like SFT's: weights, tokenizer, and `dllm_config.json` with the init's run record + `rl`."
-    out_dir = Path(out_dir)
-    self.policy.save_pretrained(out_dir); self.tok.save_pretrained(out_dir)
-    meta, run = json.loads((out_dir / DLLM_CONFIG_NAME).read_text()), saved_run(self.r.init)
     rl = {**config_to_dict(self.cfg)['rl'], 'init': str(Path(self.r.init).resolve()), 'rl_steps': self.cfg.train.max_steps}
-    run = {**run, 'rl': rl}
-    (out_dir / DLLM_CONFIG_NAME).write_text(json.dumps({**meta, 'run': run}, indent=2))
-    return out_dir
+    with whole_folder(out_dir) as tmp:                                 # whole or not at all, as SFT's final/
+        self.policy.save_pretrained(tmp); self.tok.save_pretrained(tmp)
+        meta = json.loads((tmp / DLLM_CONFIG_NAME).read_text())
+        (tmp / DLLM_CONFIG_NAME).write_text(json.dumps({**meta, 'run': {**saved_run(self.r.init), 'rl': rl}}, indent=2))
+    return Path(out_dir)
 
 # %% ../nbs/16_rl.ipynb
 def plot_rewards(records: list[dict], path=None, title: str = ''):
@@ -354,7 +354,7 @@ def plot_rewards(records: list[dict], path=None, title: str = ''):
     if te: ax.plot([r['step'] for r in te], [r['test_accuracy'] for r in te], 'o-', ms=3, label='test accuracy (greedy)')
     ax.set_xlabel('RL step'); ax.set_ylim(0, 1); ax.grid(alpha=.3); ax.legend(fontsize=8); ax.set_title(title, fontsize=9)
     fig.tight_layout()
-    if path is not None: fig.savefig(path); plt.close(fig)
+    if path is not None: save_figure(fig, path); plt.close(fig)
     return fig
 
 # %% ../nbs/16_rl.ipynb
@@ -440,7 +440,11 @@ def main(argv=None) -> int:
         ck = finite_checkpoints(cfg.output_dir)
         return fail(RewardError(f"{e} (last complete checkpoint: {ck[-1] if ck else 'none'})"), 2)
     except (ConfigError, FileNotFoundError, ResumeError, UnsafeCheckpointError) as e: return fail(e, 2)
-    except OSError as e: return fail(OSError(f"{e.filename or cfg.output_dir}: {e.strerror or e}"), 1)
+    except OSError as e:                                               # disk full, file-size limit: the path, the OS error, the way on
+        if e.errno is None: return fail(e, 2)                          # a library's own OSError (a model that cannot load)
+        ck = finite_checkpoints(cfg.output_dir)
+        return fail(OSError(f"{e.filename or cfg.output_dir}: {e.strerror or e} (errno {e.errno}); free space or fix permissions or "
+                            f"limits, then resume with: {_resume_hint(argv)} (last complete checkpoint: {ck[-1] if ck else 'none'})"), 1)
     finally: cleanup(); unlock_run_dir(cfg.output_dir)
 
 # %% ../nbs/16_rl.ipynb

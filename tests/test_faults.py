@@ -2,9 +2,10 @@
 run never destroys its own good state. One test (or one parametrised case) per row of the issue.
 
 Subprocesses only where the CLI process itself is the subject (exit code, one-line stderr, Ctrl-C, torchrun);
-the rest call the library or `main()` in-process. Whole file: about a minute on one core.
+the rest call the library or `main()` in-process. The long-lives section (issue 55) forks its many lives from one
+imported process (tests/scripts/lives.py): about a minute of CPU for that section, several for the whole file.
 """
-import ast, json, os, re, signal, subprocess, sys, time
+import ast, contextlib, json, os, re, signal, subprocess, sys, time
 from pathlib import Path
 
 import pytest
@@ -810,3 +811,178 @@ def test_resume_drift_check_needs_the_bytes(tmp_path, capsys, monkeypatch):
     assert main([*args, '--stop-at', '2']) == 0
     _same_size_edit(data)
     assert main([*args, 'train.resume=auto', '--stop-at', '3']) == 0 and 'changed since' not in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- issue 55 items 1-3: long lives (many interruptions, full disks, readers)
+LONG = [*TINY[:-5], 'train.eval_every=4', 'train.log_every=1', 'train.save_every=3', 'train.keep_last=2', 'train.max_steps=12',
+        '--eval-n', '0']
+TIMING = ('tps', 'cpu_s', 'mem')                                        # what a record measures besides the run's numbers
+
+
+def fault(step, rank=0, sig='SIGTERM', where='start', restart=0):
+    "A fault of tests/scripts/lives.py: `sig` to `rank` as step `step` starts, or inside its checkpoint write ('save')."
+    return dict(rank=rank, step=step, signal=sig, where=where, restart=restart)
+
+
+def records(run):
+    "metrics.jsonl without the timing keys: what an interrupted run must log exactly as an uninterrupted one."
+    return [{k: v for k, v in r.items() if k not in TIMING} for r in map(json.loads, (Path(run) / 'metrics.jsonl').read_text().splitlines())]
+
+
+def weights_bytes(run): return (Path(run) / 'final' / 'model.safetensors').read_bytes()
+
+
+@pytest.fixture(scope='module')
+def lives(tmp_path_factory):
+    """One process of tests/scripts/lives.py plays every run below, each life forked from it (so the ~6 s of imports is
+    paid once): the uninterrupted references, then the same runs preempted five times (and crashed once) on one and on
+    two processes, and the positive control (a resume that forgets the schedule and never trims metrics.jsonl)."""
+    d = tmp_path_factory.mktemp('lives')
+    runs = dict(
+        ref1=dict(world=1, lives=[{}]),
+        pre1=dict(world=1, lives=[{'faults': [f]} for f in (fault(2), fault(4), fault(6, sig='SIGKILL', where='save'), fault(7),
+                                                            fault(9), fault(11))] + [{}]),
+        ref2=dict(world=2, lives=[{}]),
+        pre2=dict(world=2, lives=[{'faults': f} for f in ([fault(2, 0)], [fault(4, 1)], [fault(5, 1, 'SIGKILL')], [fault(6, 0), fault(6, 1)],
+                                                          [fault(8, 0)], [fault(10, 1)])] + [{}]),
+        broken=dict(world=1, broken=True, lives=[{'faults': [fault(6, sig='SIGKILL', where='save')]}, {}]))
+    for name, r in runs.items(): r['args'] = [f'output_dir={d / name}', *LONG] + (['train.resume=auto'] if 'ref' not in name else [])
+    (d / 'plan.json').write_text(json.dumps(dict(runs=list(runs.values()))))
+    r = cli([str(ROOT / 'tests' / 'scripts' / 'lives.py'), 'plan', str(d / 'plan.json'), str(d / 'report.json')], timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return d, dict(zip(runs, json.loads((d / 'report.json').read_text())))
+
+
+@pytest.mark.parametrize('world', [1, 2])
+def test_preempted_five_times_ends_bit_identical(lives, world):
+    """Issue 55 item 2: SIGTERM at steps 2, 4, 6, 8/7, 10/9 (to one rank or both) and one SIGKILL (inside a checkpoint
+    write on one process, mid-step on one of two), each followed by `train.resume=auto`: final/ holds the bytes of the
+    uninterrupted run, and metrics.jsonl its records, each step once."""
+    d, report = lives
+    pre = report[f'pre{world}']
+    terms = [l for l in pre if l['codes'] == [143] * world]
+    assert len(terms) == 5 and pre[-1]['codes'] == [0] * world, pre
+    for l in terms: assert re.fullmatch(rf'interrupted by SIGTERM; last complete checkpoint: {re.escape(str(d))}/pre{world}/ckpt-\d+; '
+                                         r'resume with: .* train\.resume=auto', l['said']), l['said']
+    assert any(-signal.SIGKILL in l['codes'] for l in pre)
+    assert weights_bytes(d / f'pre{world}') == weights_bytes(d / f'ref{world}')
+    assert records(d / f'pre{world}') == records(d / f'ref{world}')
+    assert [r['step'] for r in records(d / f'pre{world}')] == list(range(13))
+    assert not list((d / f'pre{world}').glob('.*tmp'))
+
+
+def test_preemption_checks_can_fail(lives):
+    "The positive control: a resume that restores no learning-rate schedule and keeps the rows a killed life logged fails both checks."
+    d, report = lives
+    assert [l['codes'] for l in report['broken']] == [[-signal.SIGKILL], [0]]
+    assert weights_bytes(d / 'broken') != weights_bytes(d / 'ref1')
+    steps = [r['step'] for r in records(d / 'broken')]
+    assert steps != list(range(13)) and steps.count(5) == 2                 # steps 4-6 logged twice
+
+
+def test_torchrun_restarts_after_sigkill_in_a_checkpoint_write(lives, tmp_path):
+    """Issue 55 item 1: `torchrun --max-restarts=2`, rank 0 SIGKILLed inside the checkpoint write of step 6 (every file
+    written, the folder not yet renamed): torchrun restarts both workers once, `train.resume=auto` takes ckpt-3 (the half
+    checkpoint is never listed), and the run ends with the bytes of an uninterrupted 2-process run, each step logged once.
+    (A worker killed mid-step, and five SIGTERMs, are the forked lives above: each torchrun life costs ~13 s of CPU.)"""
+    d, _ = lives
+    out = tmp_path / 'run'
+    r = cli(['-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2', '--max-restarts=2',
+             str(ROOT / 'tests' / 'scripts' / 'lives.py'), 'worker', json.dumps([fault(6, 0, 'SIGKILL', 'save')]),
+             f'output_dir={out}', *LONG, 'train.resume=auto'], timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert re.findall(r'failed \(exitcode: (-?\d+)\) local_rank: (\d)', r.stderr) == [('-9', '0')], r.stderr[-3000:]   # one restart:
+    assert 'connectFullMesh failed' not in r.stderr               # the new workers never dial a dead one (distributed.elastic_store)
+    assert 'resumed from' in r.stdout and f'{out}/ckpt-0000003 at step 3' in r.stdout
+    assert weights_bytes(out) == weights_bytes(d / 'ref2') and records(out) == records(d / 'ref2')
+    assert not list(out.glob('.*tmp'))
+
+
+def test_export_past_a_file_size_limit_leaves_no_half_folder(tmp_path, capsys, monkeypatch, fsize):
+    """Issue 55 item 3: `export` whose weights do not fit: exit 1, one line with the folder and the OS error, no folder
+    left (it was a SafetensorError traceback and a folder with config.json but no weights)."""
+    import dllm_nb.export as X
+    from dllm_nb.trainer import Trainer
+    Trainer(cfg_of(tmp_path / 'run', 'data.val_size=0'), quiet=True).fit(stop_at=2)
+    ck, out = tmp_path / 'run' / 'ckpt-0000002', tmp_path / 'step2'
+    capsys.readouterr(); fsize(100_000)                                  # model.safetensors is ~200 KB
+    assert X.main(['--checkpoint', str(ck), '--out', str(out)]) == 1
+    assert one_error_line(capsys.readouterr().err) == f'error: {out}: File too large (errno 27); free space or choose another --out'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['run']         # no step2/, no .step2.tmp
+    @contextlib.contextmanager                                           # the positive control: written in place
+    def in_place(folder): Path(folder).mkdir(); yield Path(folder)
+    monkeypatch.setattr(X, 'whole_folder', in_place)
+    with pytest.raises(Exception, match='File too large'): X.main(['--checkpoint', str(ck), '--out', str(out)])
+    assert (out / 'config.json').exists() and not (out / 'model.safetensors').exists()   # a half folder: what the check catches
+
+
+@pytest.fixture(scope='module')
+def whole_run(tmp_path_factory):
+    "The weights of the TINY run, uninterrupted."
+    from dllm_nb.trainer import Trainer
+    tr = Trainer(cfg_of(tmp_path_factory.mktemp('whole')), quiet=True); tr.fit()
+    return {k: v.clone() for k, v in tr.model.state_dict().items()}
+
+
+@pytest.mark.parametrize('where', ['final', 'card', 'metrics'])
+def test_a_full_disk_is_one_line_and_the_run_resumes(tmp_path, capsys, monkeypatch, fsize, whole_run, where):
+    """Issue 55 item 3: the file-size limit is hit while the run writes final/ (its weights), the model card (rewritten
+    with the end-of-run scores) or metrics.jsonl (step 5's record): exit 1, one line with the path, the OS error and the
+    resume command; nothing half-written (no final/; the card final/ was written with; whole records of steps 1-4), and
+    the resume ends with the weights of the uninterrupted run, each step logged once."""
+    import dllm_nb.metrics as M, dllm_nb.train as T
+    from dllm_nb.checkpoint import load_checkpoint
+    run = tmp_path / 'run'
+    args = [f'output_dir={run}', *TINY, '--eval-n', '1']
+    def capped(fn, n, when=lambda *a: True):                             # `fn`, with the limit set as it starts
+        def wrapped(*a, **k):
+            if when(*a): fsize(n(*a) if callable(n) else n)
+            return fn(*a, **k)
+        return wrapped
+    if where == 'final': monkeypatch.setattr(T, 'export_final', capped(T.export_final, 100_000))
+    if where == 'card': monkeypatch.setattr(T, 'write_model_card', capped(T.write_model_card, 500))
+    if where == 'metrics': monkeypatch.setattr(M.MetricsLogger, 'log', capped(M.MetricsLogger.log, lambda self, *a: self.path.stat().st_size + 50,
+                                                                          when=lambda self, step, *a: step == 5))
+    capsys.readouterr()
+    assert T.main(args) == 1
+    path, ck = dict(final=run / 'final', card=run / 'final' / 'README.md', metrics=run / 'metrics.jsonl')[where], 6 if where != 'metrics' else 4
+    line = one_error_line(capsys.readouterr().err)
+    assert re.fullmatch(rf"error: {re.escape(str(path))}: File too large \(errno 27\); free space or fix permissions or limits, then "
+                        rf"resume with: .* train\.resume=auto \(last complete checkpoint: {re.escape(str(run))}/ckpt-{ck:07d}\)", line), line
+    steps = [r['step'] for r in map(json.loads, (run / 'metrics.jsonl').read_text().splitlines())]   # every line whole
+    assert steps == ([1, 2, 3, 4] if where == 'metrics' else [1, 2, 3, 4, 5, 6])
+    if where == 'final': assert not (run / 'final').exists()
+    if where == 'card': assert 'not measured' in (run / 'final' / 'README.md').read_text()   # the card of write_final, whole
+    assert not list(run.glob('.*tmp')) and not list(run.glob('*/.*tmp'))
+    fsize(None); monkeypatch.undo()
+    assert T.main([*args, 'train.resume=auto']) == 0
+    assert [r['step'] for r in map(json.loads, (run / 'metrics.jsonl').read_text().splitlines())] == [1, 2, 3, 4, 5, 6]
+    assert 'test exact match' in (run / 'final' / 'README.md').read_text()
+    for k, v in load_checkpoint(run / 'final')[0].state_dict().items(): assert torch.equal(v, whole_run[k]), k
+
+
+def test_reader_of_a_running_run_gets_the_last_whole_checkpoint(tmp_path, capsys, monkeypatch):
+    """Issue 55 item 3: while the run is inside the write of ckpt-4 (every file written, paused before the rename),
+    `generate --checkpoint RUN_DIR` runs and a reader of RUN_DIR loads the weights of ckpt-2; once the write ends, those
+    of ckpt-4. The positive control: a reader taking the newest folder by its step number would open the one being written."""
+    import threading
+    import dllm_nb.checkpoint as C
+    from dllm_nb.checkpoint import load_checkpoint, newest_checkpoint
+    from dllm_nb.generate import main as generate
+    from dllm_nb.trainer import Trainer
+    run, mid, go, real = tmp_path / 'run', threading.Event(), threading.Event(), C.write_trainer_state
+    def paused(ckpt, state):
+        real(ckpt, state)
+        if state['step'] == 4: mid.set(); assert go.wait(120)
+    monkeypatch.setattr(C, 'write_trainer_state', paused)
+    weights = lambda p: torch.cat([v.flatten() for v in load_checkpoint(p)[0].state_dict().values()])
+    writer = threading.Thread(target=Trainer(cfg_of(run, 'data.val_size=0', 'train.max_steps=4'), quiet=True).fit); writer.start()
+    try:
+        assert mid.wait(120)
+        assert generate(['--checkpoint', str(run), '--prompt', 'What is 1 + 2?', '--max-new-tokens', '4']) == 0
+        assert newest_checkpoint(run) == run / 'ckpt-0000002' and torch.equal(weights(run), weights(run / 'ckpt-0000002'))
+        naive = max((p.name for p in run.glob('*ckpt-*')), key=lambda n: int(re.search(r'ckpt-(\d+)', n).group(1)))   # by its step
+        assert naive == '.ckpt-0000004.tmp' and (run / naive / 'trainer_state.json').exists()
+    finally: go.set(); writer.join(120)
+    assert newest_checkpoint(run) == run / 'ckpt-0000004' and torch.equal(weights(run), weights(run / 'ckpt-0000004'))
+    assert not torch.equal(weights(run / 'ckpt-0000004'), weights(run / 'ckpt-0000002'))

@@ -1,6 +1,6 @@
 """RL post-training from the command line: 1 process vs 2 (torchrun/gloo) on the same global batch, a SIGTERM/resume
 that ends with the weights of an uninterrupted run, the mdlm and ar policies, bad rewards and bad task files."""
-import json, os, signal, subprocess, sys, time
+import json, os, re, signal, subprocess, sys, time
 from pathlib import Path
 
 import pytest
@@ -166,3 +166,74 @@ def test_lora_reference_is_the_base_model_without_a_copy():
     torch.testing.assert_close(ref(lp), base, atol=1e-5, rtol=0)      # the base model's log-probs
     with torch.no_grad(): torch.testing.assert_close(lp(policy), moved)   # adapters back on afterwards
     assert all(p.requires_grad == ('lora_' in n) for n, p in policy.backbone.named_parameters())
+
+
+def rl_config(init: Path, out: Path, *extra):
+    from dllm_nb.config import load_config
+    return load_config(None, rl_args(init, out, *extra)[2:])
+
+
+def test_resume_check_catches_a_rollout_rng_that_is_not_restored(work, monkeypatch):
+    """The broken-variant twin of test_sigterm_then_resume_is_exact: rollouts seeded from the process's torch RNG (seeded at
+    start, never checkpointed) instead of from (seed, step). Stopped at step 1 and resumed, that run ends with other weights
+    than the same variant uninterrupted (itself deterministic: run twice, equal), so the weight comparison can fail."""
+    import dllm_nb.rl as R
+    monkeypatch.syspath_prepend(str(work))
+    real = R.rollout
+    def process_rng(*a, **k):
+        a = list(a); a[5] = torch.randint(0, 2**62, (len(a[5]),)).tolist()     # the rollout seeds
+        return real(*a, **k)
+    monkeypatch.setattr(R, 'rollout', process_rng)
+    init, weights = make_init(work), lambda t: torch.cat([p.detach().flatten() for p in t.policy.parameters()])
+    fit = lambda out, *x, stop_at=None: (t := R.RLTrainer(rl_config(init, work / out, 'train.max_steps=2', *x), quiet=True), t.fit(stop_at))[0]
+    whole, again = fit('twin_whole'), fit('twin_again')
+    assert torch.equal(weights(whole), weights(again))
+    fit('twin_cut', stop_at=1)
+    resumed = fit('twin_cut', 'train.resume=auto')
+    assert not torch.equal(weights(whole), weights(resumed))
+
+
+FLAKY = ("calls = 0\ndef flaky(prompt, completion):\n    global calls; calls += 1\n"
+         "    if calls == 12: raise ValueError('cannot score this one')\n    return min(len(completion) / 20, 1.0)\n")
+
+
+def test_reward_that_raises_mid_run_is_one_line_and_keeps_the_checkpoint(work, capsys, monkeypatch):
+    """Issue 55 item 4: the reward raises on the 3rd completion of step 2 (call 12: one trial call, 8 per step): exit 2,
+    one line naming the reward, the prompt, the completion and ckpt-1, which stays whole; the resume finishes the run."""
+    from dllm_nb.checkpoint import is_training_checkpoint
+    from dllm_nb.rl import main
+    (work / 'rl_flaky_reward.py').write_text(FLAKY); monkeypatch.syspath_prepend(str(work))
+    init, out = make_init(work), work / 'flaky'
+    args = rl_args(init, out, 'rl.reward=rl_flaky_reward:flaky')[2:]
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    lines = [l for l in err.splitlines() if l.startswith('error:')]
+    assert len(lines) == 1 and 'Traceback' not in err, err
+    assert re.fullmatch(r"error: rl\.reward='rl_flaky_reward:flaky' raised ValueError: cannot score this one on prompt '.+', "
+                        rf"completion '.*' \(last complete checkpoint: {re.escape(str(out))}/ckpt-0000001\)", lines[0]), lines[0]
+    assert is_training_checkpoint(out / 'ckpt-0000001') and not (out / 'final').exists() and not list(out.glob('.*tmp'))
+    assert [json.loads(l)['step'] for l in (out / 'metrics.jsonl').read_text().splitlines()] == [1]
+    assert main([*args, 'train.resume=auto']) == 0                    # (call 12 is past: the reward scores again)
+    assert [json.loads(l)['step'] for l in (out / 'metrics.jsonl').read_text().splitlines()] == [1, 2, 3]
+
+
+def test_rl_final_past_a_file_size_limit_is_one_line_and_resumes(work, capsys, monkeypatch, fsize):
+    """Issue 55 item 4 (whole writes): the file-size limit hit while RL writes final/: exit 1, one line with the folder,
+    the OS error and the resume command; no final/ and no half folder; the resume writes it."""
+    import dllm_nb.rl as R
+    monkeypatch.syspath_prepend(str(work))
+    init, out, real = make_init(work), work / 'full', R.RLTrainer.export
+    monkeypatch.setattr(R.RLTrainer, 'export', lambda self, d: (fsize(100_000), real(self, d))[1])   # weights ~200 KB
+    args = rl_args(init, out)[2:]
+    capsys.readouterr()
+    assert R.main(args) == 1
+    err = capsys.readouterr().err
+    lines = [l for l in err.splitlines() if l.startswith('error:')]
+    assert len(lines) == 1 and 'Traceback' not in err, err
+    assert re.fullmatch(rf"error: {re.escape(str(out))}/final: File too large \(errno 27\); free space or fix permissions or limits, "
+                        rf"then resume with: python -m dllm_nb\.rl .* train\.resume=auto \(last complete checkpoint: "
+                        rf"{re.escape(str(out))}/ckpt-0000003\)", lines[0]), lines[0]
+    assert not (out / 'final').exists() and not list(out.glob('.*tmp'))
+    fsize(None); monkeypatch.undo(); monkeypatch.syspath_prepend(str(work))
+    assert R.main([*args, 'train.resume=auto']) == 0 and not torch.equal(final_weights(out / 'final'), final_weights(init))
