@@ -15,8 +15,10 @@ library's collator and `dllm_nb.trainer.train_step` (AdamW, clipping), after one
   the example's); for block_diffusion also the canvas `[B, R]` padding (`cpad`);
 - sup tok/s: supervised tokens of the epoch / CPU seconds of its steps (collate + train_step, process time);
 - peak RSS of the process (MiB);
-- the CPU split of a step: collate, prepare (corruption + window), mask build (dense masks at the model boundary),
-  forward (the loss call, minus mask build), backward + optimizer (the rest of `train_step`).
+- the CPU split of a step: collate, prepare (corruption + window), mask build (`dllm_nb.models.model_attention_mask`:
+  where block diffusion's mask descriptions become dense masks; mdlm, ar, hybrid and idlm build theirs inside the
+  wrapper's forward, so for them it is counted in forward), forward (the loss call, minus mask build), backward +
+  optimizer (the rest of `train_step`).
 Modes without document masks (hybrid, idlm) refuse packing (a config error): their row says so.
 """
 import argparse, json, os, re, subprocess, sys, tempfile, time
@@ -93,9 +95,9 @@ def one(mode: str, layout: str, data: str, batch: int, out: str) -> dict:
         batches = [Batch.from_collated(c, m.seeds(cfg.seed), torch.tensor(m.slots), m.global_batch_size, s) for c, m in zip(coll, mbs)]
         train_step(tr.model, tr.strategy, tr.optimizer, batches, 1, cfg.train.grad_clip, scheduler=tr.scheduler)
         return coll
-    step(0); clock.t.clear(); windows.clear()                                  # warm-up (untimed), then one epoch
+    step(steps); clock.t.clear(); windows.clear()           # warm-up (untimed) on a batch of the next epoch, then epoch 0
     c0 = cpu_s()
-    for s in range(1, steps + 1):
+    for s in range(steps):
         for c in step(s):
             B, T = c['input_ids'].shape
             rec['rows'] += B; rec['cells'] += B * T; rec['pad'] += round(padding_fraction(c) * B * T); rec['sup'] += int(c['loss_mask'].sum())
@@ -149,7 +151,8 @@ def main():
                 if line is None: sys.exit(f'{mode} {layout} failed:\n{p.stderr[-3000:]}')
                 recs.append(json.loads(line[7:])); print(json.dumps(recs[-1]), file=sys.stderr, flush=True)
     tok = next(r['tokens'] for r in recs if 'tokens' in r)
-    out = [f"bench/packing.py: {a.examples} chats (tokens per example: median {tok['median']}, p90 {tok['p90']}, max {tok['max']}), "
+    out = [f"# python bench/packing.py --examples {a.examples} --batch {a.batch} --modes {' '.join(a.modes)}",
+           f"bench/packing.py: {a.examples} chats (tokens per example: median {tok['median']}, p90 {tok['p90']}, max {tok['max']}), "
            f"batch {a.batch}, tiny model (64 x 2 layers), 1 thread, one epoch per row; {time.time() - t0:.0f} s", '']
     out += table(recs) + ['', 'CPU seconds per epoch, by part of the step (padded vs packed):']
     for r in recs:

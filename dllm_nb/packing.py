@@ -82,7 +82,9 @@ class PackingCollator:
         self.collator = collator
     def __call__(self, examples) -> dict[str, Tensor]:
         return pack_collated(self.collator(examples), self.collator.pad_token_id, self.collator.multiple)
-    def __getattr__(self, name): return getattr(self.__dict__['collator'], name)   # counters, block size, ... of the collator
+    def __getattr__(self, name):                          # counters, block size, ... of the collator (not while unpickling)
+        if name.startswith('__') or 'collator' not in self.__dict__: raise AttributeError(name)
+        return getattr(self.__dict__['collator'], name)
     def __repr__(self): return f"PackingCollator({self.collator!r})"
 
 # %% ../nbs/02a_packing.ipynb
