@@ -10,7 +10,8 @@ from torch import nn
 from dataclasses import dataclass
 from torch import Tensor
 from .loss import LossParts, ar_loss, ar_pair_count, ar_pair_mask
-from .mdlm import mdlm_likelihood   # eval's number for ar: the MDLM bound formula on the causal model (as it always was)
+from .mdlm import mdlm_attention_mask, mdlm_likelihood   # eval's number for ar: the MDLM bound formula on the causal model (as it always was)
+from .packing import doc_positions
 from .models import DLLMOutput, DLLMWrapper, RowLogits, hidden_as_logits
 from .registry import Mode, register_mode
 from .sampling import GenerationOutput, Prompts, cut_at_eos, encode_prompts, model_device, right_pad, row_seeds, token_id
@@ -29,9 +30,16 @@ class CausalLM(DLLMWrapper):
 
     def settings(self) -> dict: return {}
 
-    def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None, lazy_head: bool = False, **_) -> DLLMOutput:
+    def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None, lazy_head: bool = False,
+                doc_ids: Optional[Tensor] = None, **_) -> DLLMOutput:
+        "Causal logits; packed rows (`doc_ids [B, T]`): a causal mask within each example, positions restarting."
+        kw = dict(attention_mask=attention_mask)
+        if doc_ids is not None:
+            keep = mdlm_attention_mask(attention_mask, input_ids.shape[1], causal=True, device=input_ids.device, doc_ids=doc_ids)
+            pos = torch.arange(input_ids.shape[1], device=input_ids.device)[None]   # examples are contiguous: a sliding layer's band holds
+            kw = dict(attention_mask=self.backbone_mask(keep, (pos, pos)), position_ids=doc_positions(doc_ids))
         with hidden_as_logits(self.backbone, head := self.lazy_head(lazy_head)):
-            logits = self.backbone(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
+            logits = self.backbone(input_ids=input_ids, use_cache=False, **kw).logits
         return DLLMOutput(logits if head is None else RowLogits(logits, head))
 
 # %% ../nbs/08f_ar.ipynb
@@ -49,12 +57,13 @@ class ARStrategy:
 
     def denominators(self, stages: list[Batch]) -> Counts:
         "Supervised next-token pairs (also the validation weight)."
-        n = sum((ar_pair_count(b.attention_mask, b.loss_mask) for b in stages), torch.zeros((), dtype=torch.long))
+        n = sum((ar_pair_count(b.attention_mask, b.loss_mask, b.doc_ids) for b in stages), torch.zeros((), dtype=torch.long))
         return Counts(n, n)
 
     def loss(self, model, b: Batch, counts: Counts) -> LossParts:
-        logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask, lazy_head=True).logits   # RowLogits (07_models)
-        return ar_loss(logits, b.input_ids, ar_pair_mask(b.attention_mask, b.loss_mask), counts.ar)
+        docs = {} if b.doc_ids is None else dict(doc_ids=b.doc_ids)
+        logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask, lazy_head=True, **docs).logits   # RowLogits (07_models)
+        return ar_loss(logits, b.input_ids, ar_pair_mask(b.attention_mask, b.loss_mask, b.doc_ids), counts.ar)
 
 # %% ../nbs/08f_ar.ipynb
 @torch.no_grad()
@@ -115,7 +124,7 @@ def ar_completion_logprobs(model: nn.Module, prompt_ids, completion_ids, estimat
     lp = logits.gather(1, (idx - 1)[..., None].expand(-1, -1, logits.shape[-1])).log_softmax(-1)
     return lp.gather(-1, x.gather(1, idx)[..., None])[..., 0] * ((P[:, None] + torch.arange(L, device=device)) < n[:, None])
 
-AR = register_mode(Mode('ar', None, ARStrategy, build=lambda cfg, tok, backbone, verbose=True: (CausalLM(backbone), None),
+AR = register_mode(Mode('ar', None, ARStrategy, build=lambda cfg, tok, backbone, verbose=True: (CausalLM(backbone), None), packs=True,
                         sample=sample_ar, model_classes=(CausalLM,), second_loss='causal_loss', card_title='A causal LM (the `ar` baseline)',
                         completion_logprobs=ar_completion_logprobs, likelihood=mdlm_likelihood, loglikelihood=ar_loglikelihood_hook,
                         likelihood_kind=ar_likelihood_kind, exact_likelihood=True,

@@ -63,6 +63,8 @@ class DataConfig:
     num_proc: int = 1                       # processes that tokenize a data file; a JSON(L) file is tokenized once, then cached (01b_datafiles)
     num_workers: Optional[int] = None       # DataLoader worker processes collating batches; None = 2 on GPU, 0 on CPU
     pad_seq_len_divisible: Optional[int] = None  # pad every batch's length to a multiple of this (e.g. 64 for kernels)
+    packing: Literal['none', 'greedy'] = 'none'  # 'greedy': several examples end to end per row (first-fit decreasing), document masks, exact per-example losses (02a_packing)
+    group_by_length: bool = False           # order each epoch so a global batch holds examples of similar length: less padding, no packing (02a_packing)
 
 @dataclass
 class DLLMConfig:
@@ -351,6 +353,19 @@ def _model_problems(m: ModelConfig) -> list[str]:
     return p
 
 # %% ../nbs/09a_config.ipynb
+def _packing_problems(d: DataConfig, cfg: Config) -> list[str]:
+    "`data.packing` needs a mode whose masks take packed rows (`Mode.packs`) and no supervised padding."
+    if d.packing not in ('none', 'greedy'): return [f"data.packing={d.packing!r}; use 'none' or 'greedy'"]
+    if d.packing == 'none' or cfg.dllm.mode not in MODES: return []
+    p = [] if get_mode(cfg.dllm.mode).packs else [
+        f"data.packing={d.packing} is not available for dllm.mode={cfg.dllm.mode}: its masks have no document predicate "
+        f"(packing works for {[n for n, m in MODES.items() if m.packs]}); set data.packing=none and data.group_by_length=true "
+        "to cut the padding instead"]
+    if cfg.dllm.supervise_padding:
+        p.append("data.packing=greedy with dllm.supervise_padding=true: an example's supervised pad tail would depend on the "
+                 "row it lands in; set one of them off")
+    return p
+
 def _data_problems(d: DataConfig, cfg: Config) -> list[str]:
     p = []
     if d.max_len < 2: p.append(f"data.max_len={d.max_len} must be >= 2")
@@ -363,6 +378,7 @@ def _data_problems(d: DataConfig, cfg: Config) -> list[str]:
         return p
     why = {}
     mode = cfg.dllm.mode
+    p += _packing_problems(d, cfg)
     fill = (get_mode(mode).collate(cfg).get('block_size') or 1) if mode in MODES else 1   # the collator pads T to its blocks
     if fill > 1: why[f'{mode}.{get_mode(mode).block_key}'] = fill
     if d.pad_seq_len_divisible: why['data.pad_seq_len_divisible'] = d.pad_seq_len_divisible
@@ -394,8 +410,6 @@ def _other_mode_problems(cfg: Config) -> list[str]:
               f"mode is {mode!r}: remove it (default {getattr(default, f.name)!r}), or set dllm.mode={sec}"
               for f in config_fields(c) if getattr(c, f.name) != getattr(default, f.name)]
     return p
-
-
 
 # %% ../nbs/09a_config.ipynb
 def _train_problems(t: TrainConfig, world_size: int) -> list[str]:

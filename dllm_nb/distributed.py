@@ -13,6 +13,7 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 from fastcore.basics import patch
 from .core import default_device, sample_seeds, splitmix64
+from .packing import length_grouped_order
 
 # %% auto 0
 __all__ = ['DistInfo', 'launched_by_torchrun', 'exit_with_parent', 'elastic_store', 'init_distributed', 'cleanup', 'exit_process',
@@ -174,7 +175,7 @@ class MicroBatch:
 class GlobalBatchSampler:
     "Deterministic, resumable sampler: per step, this rank's micro-batches of a seeded epoch-wise shuffled stream."
     def __init__(self, num_examples: int, global_batch_size: int, micro_batch_size: int, dist_info=None,
-                 seed: int = 0, shuffle: bool = True, max_steps: Optional[int] = None):
+                 seed: int = 0, shuffle: bool = True, max_steps: Optional[int] = None, lengths=None):
         if num_examples < 1: raise ValueError(f"num_examples={num_examples}: the dataset is empty")
         self.dist_info = dist_info or DistInfo()
         self.n, self.G, self.b, self.seed, self.shuffle, self.max_steps = (
@@ -182,6 +183,9 @@ class GlobalBatchSampler:
         shard_global_batch(range(global_batch_size), self.dist_info, micro_batch_size)  # validates the split
         self.grad_accum = global_batch_size // (micro_batch_size * self.dist_info.world_size)
         self.step, self._perms = 0, {}
+        self.lengths = None if lengths is None else torch.as_tensor(lengths, dtype=torch.long)   # group_by_length: [N] tokens
+        if self.lengths is not None and len(self.lengths) != num_examples:
+            raise ValueError(f"lengths has {len(self.lengths)} entries for {num_examples} examples; pass one per example.")
 
     def epoch_order(self, epoch: int) -> torch.Tensor:
         "`[N]` dataset indices in the order epoch `epoch` visits them."
@@ -189,7 +193,9 @@ class GlobalBatchSampler:
         if epoch not in self._perms:
             g = torch.Generator().manual_seed(splitmix64(splitmix64(self.seed ^ 0xDA7A) + epoch) >> 1)
             prev = {e: p for e, p in self._perms.items() if e == epoch - 1}  # keep at most two epochs cached
-            self._perms = {**prev, epoch: torch.randperm(self.n, generator=g)}
+            perm = torch.randperm(self.n, generator=g)
+            if self.lengths is not None: perm = length_grouped_order(perm, self.lengths, self.G, g)   # same generator, after
+            self._perms = {**prev, epoch: perm}
         return self._perms[epoch]
 
     def global_batch(self, step: int) -> list[int]:
@@ -220,12 +226,15 @@ class GlobalBatchSampler:
 @patch
 def state_dict(self: GlobalBatchSampler) -> dict:
     "The sampler's position (`step`) and what must not change for a resume to continue the same data order."
-    return dict(step=self.step, num_examples=self.n, global_batch_size=self.G, seed=self.seed, shuffle=self.shuffle)
+    grouped = {} if self.lengths is None else dict(group_by_length=True)        # only when on: older checkpoints resume
+    return dict(step=self.step, num_examples=self.n, global_batch_size=self.G, seed=self.seed, shuffle=self.shuffle, **grouped)
 
 @patch
 def load_state_dict(self: GlobalBatchSampler, state: dict) -> None:
     "Continue at `state['step']`; a `ValueError` names a setting that would change the data order."
-    for k, mine in self.state_dict().items():
+    mine_all = self.state_dict()
+    for k in [*mine_all, *(k for k in state if k not in mine_all)]:
+        mine = mine_all.get(k)
         if k != 'step' and state.get(k) != mine:
             raise ValueError(f"cannot resume the sampler: checkpoint has {k}={state.get(k)!r} but this run has {k}={mine!r}; "
                              "the data order would change. Use the original setting or start a fresh run.")

@@ -58,16 +58,17 @@ def mdlm_loss(logits: Tensor, target_ids: Tensor, noise_mask: Tensor, loss_mask:
     return LossParts(dllm, dllm, None)
 
 # %% ../nbs/05_loss.ipynb
-def ar_pair_mask(attention_mask: Tensor, loss_mask: Tensor | None = None) -> Tensor:
-    "Bool `[B, S]`, set at target `j >= 1` when tokens `j-1` and `j` are content (and `j` supervised, if given)."
+def ar_pair_mask(attention_mask: Tensor, loss_mask: Tensor | None = None, doc_ids: Tensor | None = None) -> Tensor:
+    "Bool `[B, S]`, set at target `j >= 1` when tokens `j-1` and `j` are content (and `j` supervised, and both of one example, if given)."
     a = attention_mask.bool()
     pair = torch.zeros_like(a)
     pair[:, 1:] = a[:, 1:] & a[:, :-1]
+    if doc_ids is not None: pair[:, 1:] &= doc_ids[:, 1:] == doc_ids[:, :-1]   # packed rows: never across two examples
     return pair if loss_mask is None else pair & loss_mask.bool()
 
-def ar_pair_count(attention_mask: Tensor, loss_mask: Tensor | None = None) -> Tensor:
+def ar_pair_count(attention_mask: Tensor, loss_mask: Tensor | None = None, doc_ids: Tensor | None = None) -> Tensor:
     "Local number of valid next-token pairs (0-dim long)."
-    return count_tokens(ar_pair_mask(attention_mask, loss_mask))
+    return count_tokens(ar_pair_mask(attention_mask, loss_mask, doc_ids))
 
 def ar_loss(logits: Tensor, input_ids: Tensor, target_mask: Tensor, num_ar) -> LossParts:
     "Next-token CE, `logits[:, i]` scoring `input_ids[:, i+1]` where `target_mask[:, i+1]`, summed, over `num_ar`."

@@ -15,7 +15,8 @@ import torch.nn.functional as F
 from torch.nn.attention.flex_attention import BlockMask
 from .loss import LossParts, ar_loss, ar_pair_count, ar_pair_mask, count_tokens, mc_mean_se, mdlm_loss, row_ce
 from .layer_masks import layer_windows
-from .masks import MaskMod, chunked_block_mask
+from .masks import MaskMod, chunked_block_mask, dense_mask, document_mask_mod, with_documents
+from .packing import doc_positions, doc_starts
 from .models import DLLMOutput, DLLMWrapper, MaskLike, RowLogits, SharedKVCache, add_mask_token, hidden_as_logits
 from .registry import RUNTIME, Mode, register_mode, section_values
 from .sampling import (GenerationOutput, Prompts, TrajectoryRecorder, block_generators, cut_at_eos, encode_prompts,
@@ -41,29 +42,33 @@ def masked_backbone(cfg, tokenizer, backbone, verbose: bool = True) -> int:
 
 # %% ../nbs/08d_mdlm.ipynb
 def mdlm_attention_mask(attention_mask: Optional[Tensor], seq_len: int, supervise_padding: bool = False,
-                        causal: bool = False, device=None) -> Tensor:
-    "Bool keep-mask `[B or 1, 1, T, T]`: full (or causal) attention, pad keys removed unless `supervise_padding`."
+                        causal: bool = False, device=None, doc_ids: Optional[Tensor] = None) -> Tensor:
+    "Bool keep-mask `[B or 1, 1, T, T]`: full (or causal) attention, pad keys removed unless `supervise_padding`; packed rows: within each example."
     ar = torch.arange(seq_len, device=device)
     keep = (ar[:, None] >= ar[None]) if causal else torch.ones(seq_len, seq_len, dtype=torch.bool, device=device)
     keep = keep[None, None]
     if attention_mask is not None and not supervise_padding:
         keep = (keep & attention_mask.bool()[:, None, None, :]) | torch.eye(seq_len, dtype=torch.bool, device=device)
+    if doc_ids is not None:                                      # the document predicate (03_masks)
+        keep = keep & dense_mask(document_mask_mod(doc_ids), len(doc_ids), seq_len, seq_len, doc_ids.device)
     return keep
 
-def mdlm_mask_mod(attention_mask: Optional[Tensor], supervise_padding: bool = False, causal: bool = False) -> MaskMod:
+def mdlm_mask_mod(attention_mask: Optional[Tensor], supervise_padding: bool = False, causal: bool = False,
+                  doc_ids: Optional[Tensor] = None) -> MaskMod:
     "The predicate of `mdlm_attention_mask`, `(b, h, q_idx, kv_idx) -> keep`, for FlexAttention."
     am = None if attention_mask is None or supervise_padding else attention_mask.bool()
     def mask_mod(b, h, q_idx, kv_idx):
         keep = (kv_idx <= q_idx) if causal else (kv_idx >= 0)
         return keep if am is None else (keep & am[b, kv_idx]) | (kv_idx == q_idx)
-    return mask_mod
+    return with_documents(mask_mod, doc_ids)
 
 def mdlm_block_mask(attention_mask: Optional[Tensor], batch_size: int, seq_len: int, supervise_padding: bool = False,
-                    causal: bool = False, device=None, BLOCK_SIZE: int = 128) -> BlockMask:
+                    causal: bool = False, device=None, BLOCK_SIZE: int = 128, doc_ids: Optional[Tensor] = None) -> BlockMask:
     "FlexAttention `BlockMask` `[B, 1, T, T]` from `mdlm_mask_mod`: no dense mask on the way."
     if attention_mask is not None:   # a fused kernel may read padded key positions: pad the mask to whole tiles
         device, attention_mask = device or attention_mask.device, F.pad(attention_mask, (0, -seq_len % BLOCK_SIZE))
-    return chunked_block_mask(mdlm_mask_mod(attention_mask, supervise_padding, causal), batch_size, seq_len, seq_len,
+    if doc_ids is not None: doc_ids = F.pad(doc_ids, (0, -seq_len % BLOCK_SIZE), value=-2)
+    return chunked_block_mask(mdlm_mask_mod(attention_mask, supervise_padding, causal, doc_ids), batch_size, seq_len, seq_len,
                               device=device, BLOCK_SIZE=BLOCK_SIZE)
 
 # %% ../nbs/08d_mdlm.ipynb
@@ -77,23 +82,27 @@ class MaskedDiffusionLM(DLLMWrapper):
 
     def settings(self) -> dict: return dict(supervise_padding=self.supervise_padding, shift_logits=self.shift_logits)
 
-    def _padding_mask(self, attention_mask: Optional[Tensor], B: int, T: int, causal: bool, device) -> MaskLike:
+    def _padding_mask(self, attention_mask: Optional[Tensor], B: int, T: int, causal: bool, device,
+                      doc_ids: Optional[Tensor] = None) -> MaskLike:
         "The `[B, 1, T, T]` mask in the kernel's form: from the predicate for Flex, else the dense keep-mask; sliding layers: the band."
-        pos = torch.arange(T, device=device)[None]
+        pos = torch.arange(T, device=device)[None]                    # (a packed row's examples are contiguous: the band holds)
         if self.attn_implementation == 'flex_attention':
-            return self.backbone_mask(mdlm_block_mask(attention_mask, B, T, self.supervise_padding, causal, device), (pos, pos))
-        keep = mdlm_attention_mask(attention_mask, T, self.supervise_padding, causal, device)
+            return self.backbone_mask(mdlm_block_mask(attention_mask, B, T, self.supervise_padding, causal, device, doc_ids=doc_ids),
+                                      (pos, pos))
+        keep = mdlm_attention_mask(attention_mask, T, self.supervise_padding, causal, device, doc_ids)
         return self.backbone_mask(keep.expand(B, 1, T, T), (pos, pos))
 
     def forward(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None, causal: bool = False,
-                lazy_head: bool = False) -> DLLMOutput:
+                lazy_head: bool = False, doc_ids: Optional[Tensor] = None) -> DLLMOutput:
+        "Logits of `input_ids [B, T]`; packed rows (`doc_ids [B, T]`): attention within each example, positions restarting."
         B, T = input_ids.shape
-        mask = self._padding_mask(attention_mask, B, T, causal, input_ids.device)
-        position_ids = torch.arange(T, device=input_ids.device).expand(B, T)
+        mask = self._padding_mask(attention_mask, B, T, causal, input_ids.device, doc_ids)
+        position_ids = torch.arange(T, device=input_ids.device).expand(B, T) if doc_ids is None else doc_positions(doc_ids)
         with hidden_as_logits(self.backbone, head := self.lazy_head(lazy_head)):
             logits = self.backbone(input_ids=input_ids, attention_mask=mask, position_ids=position_ids, use_cache=False).logits
         if self.shift_logits and not causal:                    # a causal pass already reads token i+1 at position i
-            logits = torch.cat([logits[:, :1], logits[:, :-1]], 1)   # Dream: token j is read at position j - 1
+            shifted = torch.cat([logits[:, :1], logits[:, :-1]], 1)   # Dream: token j is read at position j - 1
+            logits = shifted if doc_ids is None else torch.where(doc_starts(doc_ids)[..., None], logits, shifted)
         return DLLMOutput(logits if head is None else RowLogits(logits, head))
 
 # %% ../nbs/08d_mdlm.ipynb
@@ -120,6 +129,10 @@ class MDLMSettings:
         return dict(section_values(cfg.mdlm), mask_token_id=mask_token_id, eps=cfg.dllm.eps, t_sampling=cfg.dllm.t_sampling)
 
 # %% ../nbs/08d_mdlm.ipynb
+def _docs(b: Batch) -> dict:
+    "The model's `doc_ids` keyword for a packed batch (none for an unpacked one: the call stays as it was)."
+    return {} if b.doc_ids is None else dict(doc_ids=b.doc_ids)
+
 class MDLMStrategy:
     "Masked diffusion (MDLM / LLaDA): uniform masking, `1/p`-weighted CE; optional causal next-token warm-up phase."
     name, Settings = 'mdlm', MDLMSettings
@@ -137,19 +150,19 @@ class MDLMStrategy:
     def denominators(self, stages: list) -> Counts:
         "Supervised tokens; in the AR phase (or with the co-loss) also the supervised next-token pairs."
         bs = [s.batch for s in stages]
-        na = (sum(ar_pair_count(b.attention_mask, b.loss_mask) for b in bs)
+        na = (sum(ar_pair_count(b.attention_mask, b.loss_mask, b.doc_ids) for b in bs)
               if bs and (self.ar_phase(bs[0]) or self.settings.ar_loss_weight) else torch.zeros((), dtype=torch.long))
         return Counts(sum(count_tokens(b.loss_mask) for b in bs), na)
 
     def causal_loss(self, model, b: Batch, counts: Counts) -> LossParts:
         "Next-token CE of the clean batch under causal attention (the warm-up loss and the co-loss)."
-        logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask, causal=True, lazy_head=True).logits
-        return ar_loss(logits, b.input_ids, ar_pair_mask(b.attention_mask, b.loss_mask), counts.ar)
+        logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask, causal=True, lazy_head=True, **_docs(b)).logits
+        return ar_loss(logits, b.input_ids, ar_pair_mask(b.attention_mask, b.loss_mask, b.doc_ids), counts.ar)
 
     def loss(self, model, stage: Batch | Noised, counts: Counts) -> LossParts:
         b, w = stage.batch, self.settings.ar_loss_weight
         if not isinstance(stage, Noised): return self.causal_loss(model, b, counts)
-        logits = model(input_ids=stage.noisy_ids, attention_mask=b.attention_mask, lazy_head=True).logits
+        logits = model(input_ids=stage.noisy_ids, attention_mask=b.attention_mask, lazy_head=True, **_docs(b)).logits
         parts = mdlm_loss(logits, b.input_ids, stage.noise_mask, b.loss_mask, stage.p_mask, counts.diffusion)
         if not w: return parts
         ar = self.causal_loss(model, b, counts).ar_loss                # keeps what the warm-up learned
@@ -354,7 +367,7 @@ def sample_mdlm(model, prompts, tokenizer=None, max_new_tokens: int = 32, steps=
                                                       cache=cache, **kw)
     return generate_mdlm(model, prompts, max_new_tokens, bs, steps or max_new_tokens, tokenizer=tokenizer, **kw)
 
-MDLM = register_mode(Mode('mdlm', MDLMSettings, MDLMStrategy, build_mdlm, sample_mdlm, model_classes=(MaskedDiffusionLM,),
+MDLM = register_mode(Mode('mdlm', MDLMSettings, MDLMStrategy, build_mdlm, sample_mdlm, model_classes=(MaskedDiffusionLM,), packs=True,
                           collate=lambda cfg: dict(response_fill=cfg.mdlm.response_fill),
                           sampler_options=('steps', 'threshold', 'remasking'), block_key='sampler_block_size',
                           second_loss='causal_loss',   # the causal next-token co-loss (and the AR warm-up)

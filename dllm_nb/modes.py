@@ -6,6 +6,7 @@
 from __future__ import annotations
 from pathlib import Path
 from .collate import DLLMCollator
+from .packing import PackingCollator
 from .core import ConfigError
 from .lora import with_lora   # noqa: F401  (LoRA from the `model.lora` section; re-exported)
 from .models import build_backbone, tiny_config
@@ -79,7 +80,7 @@ def settings_from_config(cfg, mask_token_id: int | None, vocab_size: int, pad_to
 
 # %% ../nbs/08g_modes.ipynb
 def build_collator(cfg, tokenizer):
-    "The `DLLMCollator` for the mode: its registered `collate(cfg)` options (block fill, response window, response canvas)."
-    return DLLMCollator(tokenizer.pad_token_id, tokenizer.eos_token_id, pad_seq_len_divisible=cfg.data.pad_seq_len_divisible,
-                        supervise_padding=cfg.dllm.supervise_padding, **get_mode(cfg.dllm.mode).collate(cfg))
-
+    "The `DLLMCollator` for the mode: its registered `collate(cfg)` options (block fill, response window, response canvas); packed (`data.packing`)."
+    c = DLLMCollator(tokenizer.pad_token_id, tokenizer.eos_token_id, pad_seq_len_divisible=cfg.data.pad_seq_len_divisible,
+                     supervise_padding=cfg.dllm.supervise_padding, **get_mode(cfg.dllm.mode).collate(cfg))
+    return c if cfg.data.packing == 'none' else PackingCollator(c)

@@ -55,6 +55,7 @@ class Mode:
     loglikelihood: Optional[Callable] = None     # (model, input_ids, loss_mask, attention_mask, tokenizer=, block_size=, n_samples=, seeds=) -> (log p [B], is_greedy [B], se [B]) (13a_harness); None: none
     likelihood_kind: Optional[Callable] = None   # (model, n_samples) -> what `loglikelihood` returns, in words
     exact_likelihood: bool = False               # `loglikelihood` is exact: no Monte-Carlo error to report
+    packs: bool = False                          # its strategy and model take packed rows (data.packing: document masks, per-example noise)
 
     def section(self, cfg):
         "This mode's settings in `cfg` (`None` when it has none)."

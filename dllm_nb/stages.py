@@ -9,10 +9,11 @@ from dataclasses import dataclass, fields
 from typing import Mapping, Optional
 import torch
 from torch import Tensor
+from .packing import doc_positions, pack, unpack
 from .window import ResponseWindow
 
 # %% auto 0
-__all__ = ['COLLATED', 'move', 'Stage', 'Batch', 'Noised', 'Windowed', 'Counts']
+__all__ = ['COLLATED', 'move', 'Stage', 'Batch', 'Noised', 'Windowed', 'per_canvas_position', 'Counts']
 
 # %% ../nbs/06b_stages.ipynb
 def move(x, device):
@@ -27,7 +28,7 @@ class Stage:
     def to(self, device): return move(self, device)
 
 # %% ../nbs/06b_stages.ipynb
-COLLATED = ('input_ids', 'loss_mask', 'attention_mask', 'input_lengths')
+COLLATED = ('input_ids', 'loss_mask', 'attention_mask', 'input_lengths', 'doc_ids')   # the last two: optional
 
 @dataclass(frozen=True)
 class Batch(Stage):
@@ -39,10 +40,23 @@ class Batch(Stage):
     global_index: Tensor                    # [B] long: each row's slot in the step's global batch
     global_size: int                        # rows in the step's global batch
     step: Optional[int] = None              # training step; None in validation (no training phase applies)
-    input_lengths: Optional[Tensor] = None  # [B] long: content length of each row, as the collator counted it
+    input_lengths: Optional[Tensor] = None  # [B] long: content length of each row, as the collator counted it ([N] when packed)
+    doc_ids: Optional[Tensor] = None        # [B, L] long: packed rows (data.packing): the example at each position, -1 on padding
 
     @property
     def batch(self) -> 'Batch': return self
+
+    def examples(self) -> 'Batch':
+        "The unpacked view of a packed batch: one row `[N, L]` per example (seeds and slots are already per example)."
+        if self.doc_ids is None: return self
+        d = self.doc_ids
+        return dataclasses.replace(self, input_ids=unpack(self.input_ids, d), loss_mask=unpack(self.loss_mask, d),
+                                   attention_mask=unpack(self.attention_mask, d), doc_ids=None)
+
+    @property
+    def position_ids(self) -> Optional[Tensor]:
+        "`[B, L]` positions restarting at every example of a packed batch; `None` unpacked (the model counts `0..L-1`)."
+        return None if self.doc_ids is None else doc_positions(self.doc_ids)
 
     @classmethod
     def from_collated(cls, collated: Mapping[str, Tensor], sample_seeds, global_index=None, global_size: int | None = None,
@@ -51,7 +65,9 @@ class Batch(Stage):
         unknown, missing = sorted(set(collated) - set(COLLATED)), [k for k in COLLATED[:3] if k not in collated]
         if unknown or missing:
             raise ValueError(f"collated batch: unknown keys {unknown}, missing keys {missing}; Batch takes {list(COLLATED)}.")
-        B = len(collated['input_ids'])
+        B = len(collated['input_ids'] if collated.get('doc_ids') is None else collated['input_lengths'])   # examples
+        if len(torch.as_tensor(sample_seeds)) != B:
+            raise ValueError(f"{len(torch.as_tensor(sample_seeds))} sample seeds for {B} examples; pass one seed per example.")
         gi = torch.arange(B) if global_index is None else torch.as_tensor(global_index, dtype=torch.long)
         return cls(**collated, sample_seeds=torch.as_tensor(sample_seeds), global_index=gi,
                    global_size=B if global_size is None else int(global_size), step=step)
@@ -65,13 +81,24 @@ class Noised(Stage):
     noise_mask: Tensor   # [B, L] bool: True where corrupted (only ever on supervised positions)
     p_mask: Tensor       # [B, L] float: each position's corruption probability (the 1/p weight)
 
+    @classmethod
+    def per_example(cls, batch: Batch, corrupt) -> 'Noised':
+        "`corrupt(batch)`, run on the unpacked view of a packed batch (each example's own draws) and packed back."
+        return corrupt(batch) if batch.doc_ids is None else corrupt(batch.examples()).packed_as(batch)
+
+    def packed_as(self, batch: Batch) -> 'Noised':
+        "This corruption of `batch.examples()` laid out as the packed `batch`."
+        d = batch.doc_ids
+        noisy = torch.where(d >= 0, pack(self.noisy_ids, d), batch.input_ids)
+        return Noised(batch, noisy, pack(self.noise_mask, d, False), pack(self.p_mask, d, 1))
+
 # %% ../nbs/06b_stages.ipynb
 @dataclass(frozen=True)
 class Windowed(Stage):
     "Block diffusion's model input: the noised batch, its response window, and the self-conditioning coins."
     noised: Noised
     window: ResponseWindow   # canvas tensors [B, R], decoder mask [B, 1, R, S+R], encoder mask [B, 1, S, S]
-    self_cond: Tensor        # [B] bool: self-condition this example in training
+    self_cond: Tensor        # [B] bool: self-condition this example in training ([N], per example, when packed)
 
     @property
     def batch(self) -> Batch: return self.noised.batch
@@ -79,9 +106,15 @@ class Windowed(Stage):
     def model_inputs(self) -> dict:
         "Keyword arguments of `BlockDiffusionLM.forward`."
         w = self.window
+        coins = self.self_cond if w.canvas_doc_ids is None else per_canvas_position(self.self_cond, w.canvas_doc_ids)
+        extra = {} if self.batch.doc_ids is None else dict(encoder_position_ids=self.batch.position_ids)
         return dict(input_ids=self.batch.input_ids, canvas_ids=w.canvas_ids, encoder_mask=w.encoder_mask,
                     decoder_mask=w.decoder_mask, decoder_position_ids=w.decoder_position_ids,
-                    do_self_conditioning=self.self_cond)
+                    do_self_conditioning=coins, **extra)
+
+def per_canvas_position(coins: Tensor, canvas_doc_ids: Tensor) -> Tensor:
+    "Per-example coins `[N]` spread over a packed canvas `[B, R]` (False on canvas padding)."
+    return (canvas_doc_ids >= 0) & coins[canvas_doc_ids.clamp(min=0)]
 
 # %% ../nbs/06b_stages.ipynb
 @dataclass(frozen=True)

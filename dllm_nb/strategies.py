@@ -70,6 +70,8 @@ def batch_t(batch: Batch, gens, t_sampling: str) -> Tensor:
 # %% ../nbs/08_strategies.ipynb
 def uniform_masking(batch: Batch, mask_token_id: int, eps: float, t_sampling: str, suffix_prob: float = 0.0) -> Noised:
     "MDLM masks from each example's `corruption` stream (one `t` per row); a `suffix_prob` share of training rows is suffix-masked."
+    if batch.doc_ids is not None:                              # packed rows: drawn per example on the unpacked view
+        return Noised.per_example(batch, lambda b: uniform_masking(b, mask_token_id, eps, t_sampling, suffix_prob))
     gens = row_generators(batch.sample_seeds, 'corruption')
     t = batch_t(batch, gens, t_sampling)
     noisy, noise, p = corrupt_uniform(batch.input_ids, batch.loss_mask, mask_token_id, eps, gens, t=t)

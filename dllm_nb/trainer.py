@@ -18,7 +18,7 @@ from .checkpoint import (finite_checkpoints, holds_lock, lock_run_dir, resume_ch
 from .checkpoint import RERUN_HINT, RUN_FILES, preflight   # noqa: F401  (their old home; the CLI imports them here)
 from .config import ConfigError, mode_block_size, save_config
 from .core import moved_names, sample_seed, sample_seeds, slow_bf16_warning, stream_seed
-from .data import dataset_fingerprint, load_data
+from .data import dataset_fingerprint, load_data, token_lengths
 from .distributed import (DistInfo, GlobalBatchSampler, all_reduce_sum, clip_grad_norm_, set_grad_sync, step_loader,
                                  wrap_model)
 from .metrics import MetricsLogger, StepRecord, memory_mb, plot_metrics, read_metrics, trim_metrics
@@ -127,7 +127,8 @@ class Trainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda s: lr_factor(s, t.warmup_steps, t.max_steps, t.min_lr_ratio))
         self.sampler = GlobalBatchSampler(len(self.train_ds), t.global_batch_size, t.micro_batch_size, self.dist,
-                                          seed=cfg.seed, max_steps=t.max_steps)
+                                          seed=cfg.seed, max_steps=t.max_steps,
+                                          lengths=token_lengths(self.train_ds) if cfg.data.group_by_length else None)
         w = cfg.data.num_workers                                        # None: 2 feed a GPU, 0 on CPU (a worker costs a core)
         self.num_workers = w if w is not None else (2 if self.dist.device.type == 'cuda' else 0)
         self.logger = MetricsLogger(self.run_dir, self.dist.is_main, t.tensorboard)

@@ -8,10 +8,11 @@ from dataclasses import dataclass, fields
 import torch
 from .collate import first_supervised
 from .core import cdiv, rand_rows, row_generators
-from .masks import DecoderMask, EncoderMask
+from .masks import DecoderMask, DocEncoderMask, EncoderMask, PackedDecoderMask
 
 # %% auto 0
-__all__ = ['SCORED_BLOCKS', 'response_span', 'select_blocks', 'ResponseWindow', 'build_response_window', 'plot_window']
+__all__ = ['SCORED_BLOCKS', 'response_span', 'select_blocks', 'ResponseWindow', 'build_response_window', 'pack_response_window',
+           'plot_window']
 
 # %% ../nbs/06_window.ipynb
 def response_span(loss_mask: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -43,9 +44,11 @@ class ResponseWindow:
     prefix_len: torch.Tensor            # [B]
     response_len: torch.Tensor          # [B]
     selected_block: torch.Tensor        # [B] (the draw; with scored_blocks='all' every block is scored)
+    canvas_doc_ids: torch.Tensor | None = None   # [B,R] packed rows: the example of each canvas position (-1: none);
+                                        # prefix_len, response_len, selected_block are then per example [N]
 
     def to(self, device) -> 'ResponseWindow':
-        return ResponseWindow(**{f.name: getattr(self, f.name).to(device) for f in fields(self)})
+        return ResponseWindow(**{f.name: None if (v := getattr(self, f.name)) is None else v.to(device) for f in fields(self)})
 
 # %% ../nbs/06_window.ipynb
 def _gather_rows(x: torch.Tensor, idx: torch.Tensor, valid: torch.Tensor, fill=0) -> torch.Tensor:
@@ -77,6 +80,45 @@ def build_response_window(input_ids, noisy_ids, noise_mask, loss_mask, p_mask, a
         decoder_mask=DecoderMask(prefix_len, resp_len, S, block_size, sliding_window),   # dense for SDPA, a BlockMask
         encoder_mask=EncoderMask(attention_mask, sliding_window),                       # for Flex: the model decides
         prefix_len=prefix_len, response_len=resp_len, selected_block=sel)
+
+# %% ../nbs/06_window.ipynb
+def _canvas_layout(doc_ids: torch.Tensor, response_len: torch.Tensor):
+    "Each example's row, first encoder position and canvas start (its row's earlier examples' canvases before it) `[N]`, and `R`."
+    sel = doc_ids >= 0
+    e, first = doc_ids[sel], torch.ones_like(doc_ids, dtype=torch.bool)
+    first[:, 1:] = doc_ids[:, 1:] != doc_ids[:, :-1]
+    N, (rows, cols) = len(response_len), (first & sel).nonzero().unbind(1)          # starts, in row-major order
+    row, start = torch.empty(N, dtype=torch.long), torch.empty(N, dtype=torch.long)
+    row[doc_ids[rows, cols]], start[doc_ids[rows, cols]] = rows, cols
+    order = torch.argsort(row * doc_ids.shape[1] + start)                            # examples as the rows read them
+    L = response_len[order]
+    cum = L.cumsum(0) - L
+    row_base = torch.zeros(doc_ids.shape[0], dtype=torch.long).scatter_reduce(0, row[order], cum, 'amin', include_self=False)
+    canvas_start = torch.empty(N, dtype=torch.long)
+    canvas_start[order] = cum - row_base[row[order]]
+    R = int(torch.zeros(doc_ids.shape[0], dtype=torch.long).index_add_(0, row, response_len).max()) if N else 0
+    return row, start, canvas_start, max(R, 1)
+
+def pack_response_window(w: ResponseWindow, doc_ids: torch.Tensor, attention_mask: torch.Tensor, block_size: int,
+                         sliding_window: int | None = None, pad_id: int = 0) -> ResponseWindow:
+    "The window `w` of the unpacked view (one row per example) laid out for packed rows `doc_ids [B, S]`: each row's canvases end to end."
+    row, start, c0, R = _canvas_layout(doc_ids, w.response_len)
+    (B, S), N, dev = doc_ids.shape, len(row), doc_ids.device
+    j = torch.arange(w.canvas_ids.shape[1], device=dev)
+    src = j[None] < w.response_len[:, None]                                  # [N, R_unpacked] each example's canvas
+    dst = (row[:, None] * R + c0[:, None] + j[None])[src]
+    def place(x, fill):
+        return torch.full((B * R,), fill, dtype=x.dtype, device=dev).index_copy_(0, dst, x[src]).view(B, R)
+    e = torch.arange(N, device=dev)[:, None].expand_as(src)
+    canvas_doc = place(e, -1)
+    geo = lambda v: torch.where(canvas_doc >= 0, v[canvas_doc.clamp(min=0)], 0)   # per canvas position, 0 on padding
+    mask = PackedDecoderMask(geo(start), geo(start + w.prefix_len), geo(w.response_len), geo(c0), S, block_size, sliding_window)
+    return ResponseWindow(
+        canvas_ids=place(w.canvas_ids, pad_id), target_ids=place(w.target_ids, pad_id), noise_mask=place(w.noise_mask, 0),
+        loss_mask=place(w.loss_mask, 0), p_mask=place(w.p_mask, 1), supervised=place(w.supervised, 0),
+        decoder_position_ids=place(w.decoder_position_ids, 0), decoder_mask=mask,
+        encoder_mask=DocEncoderMask(attention_mask, doc_ids, sliding_window), prefix_len=w.prefix_len,
+        response_len=w.response_len, selected_block=w.selected_block, canvas_doc_ids=canvas_doc)
 
 # %% ../nbs/06_window.ipynb
 def plot_window(w: ResponseWindow, input_len: int, block_size: int, ax=None):

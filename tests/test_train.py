@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from packing_data import ragged_chats
+
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, 'OMP_NUM_THREADS': '1', 'PYTHONPATH': str(ROOT), 'TOKENIZERS_PARALLELISM': 'false'}
 TORCHRUN = [sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2']
@@ -27,14 +29,24 @@ def _close(a, b, rel=1e-5, abs_=1e-7):
     return (a - b).abs().max().item() <= rel * b.abs().max().item() + abs_
 
 
+PACKED = [f'{m}_{k}' for m in ('mdlm', 'block_diffusion', 'ar') for k in ('packed', 'ragged')]
+
+
 def test_split_invariance_across_processes(tmp_path):
-    "(1 proc, acc 1, bs 8) == (1 proc, acc 4, bs 2) == (2 torchrun procs with FSDP2, acc 2, bs 2), every mode (+ LoRA)."
-    script = str(ROOT / 'tests' / 'scripts' / 'split_step.py')
-    run([sys.executable, script, str(tmp_path / 'a.pt'), '8'])
-    run([sys.executable, script, str(tmp_path / 'b.pt'), '2'])
-    run(TORCHRUN + [script, str(tmp_path / 'c.pt'), '2'])
+    """(1 proc, acc 1, bs 8) == (1 proc, acc 4, bs 2) == (2 torchrun procs with FSDP2, acc 2, bs 2), every mode (+ LoRA);
+    with data.packing=greedy on ragged chats too, where the packed step also equals the unpacked one."""
+    script, modes = str(ROOT / 'tests' / 'scripts' / 'split_step.py'), ['mdlm', 'hybrid', 'block_diffusion', 'idlm', 'ar', 'bd_lora']
+    ENV['PACK_DATA'] = str(ragged_chats(tmp_path / 'ragged.jsonl'))
+    run([sys.executable, script, str(tmp_path / 'a.pt'), '8'] + modes + PACKED)
+    run([sys.executable, script, str(tmp_path / 'b.pt'), '2'] + modes + PACKED)
+    run(TORCHRUN + [script, str(tmp_path / 'c.pt'), '2'] + modes + PACKED)
+    del ENV['PACK_DATA']
     a, b, c = (torch.load(tmp_path / f'{k}.pt') for k in 'abc')
-    for mode in ('mdlm', 'hybrid', 'block_diffusion', 'idlm', 'ar', 'bd_lora'):
+    for m in ('mdlm', 'block_diffusion', 'ar'):                                  # packing changes no number
+        assert a[f'{m}_packed']['num_diffusion'] == a[f'{m}_ragged']['num_diffusion'], m
+        assert abs(a[f'{m}_packed']['loss'] - a[f'{m}_ragged']['loss']) <= 1e-6 * abs(a[f'{m}_ragged']['loss']), m
+        assert a[f'{m}_packed']['rows'] < a[f'{m}_ragged']['rows'], m            # and several examples did share a row
+    for mode in modes + PACKED:
         for other in (b, c):
             assert other[mode]['num_diffusion'] == a[mode]['num_diffusion'], mode
             assert abs(other[mode]['loss'] - a[mode]['loss']) <= 1e-5 * abs(a[mode]['loss']), mode

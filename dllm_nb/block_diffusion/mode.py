@@ -17,7 +17,7 @@ from ..registry import RUNTIME, Mode, register_mode, section_values
 from ..sampling import model_device, right_pad, row_seeds, token_id
 from ..stages import Batch, Counts, Noised, Windowed
 from ..strategies import at_least, batch_t, mask_token_problems, need_mask, runtime_problems
-from ..window import SCORED_BLOCKS, build_response_window
+from ..window import SCORED_BLOCKS, build_response_window, pack_response_window
 from .model import BlockDiffusionLM
 from .sampler import generate_block_diffusion
 from .speculative import generate_block_speculative
@@ -56,6 +56,9 @@ class BlockDiffusionSettings:
         if self.scored_blocks not in SCORED_BLOCKS: p.append(f"scored_blocks={self.scored_blocks!r}; use one of {SCORED_BLOCKS}")
         if self.encoder_loss_tokens not in ('all', 'response'):
             p.append(f"block_diffusion.encoder_loss_tokens={self.encoder_loss_tokens!r}; use 'all' or 'response'")
+        if cfg is not None and self.shift_logits and cfg.data.packing != 'none':
+            p.append("block_diffusion.shift_logits=true reads each block start from the encoder by position, which packed rows "
+                     "restart per example: set data.packing=none (data.group_by_length=true also cuts padding)")
         if cfg is not None: return p + (mask_token_problems(cfg, 'block_diffusion') if self.corruption == 'mask' else [])
         if self.vocab_size is None: p.append("block_diffusion corrupts with random tokens: pass vocab_size.")
         if self.corruption == 'mask': p += need_mask(self.mask_token_id, 'block_diffusion with corruption=mask')
@@ -86,10 +89,14 @@ class BlockDiffusionStrategy:
         return Noised(b, *corrupt_uniform_random(b.input_ids, b.loss_mask, s.vocab_size, s.eps, gens, t=t))
 
     def prepare(self, batch: Batch) -> Windowed:
-        "Corrupt, cut the response window once (its loss mask is the denominator's), flip the coins."
-        s, b, n = self.settings, batch, self.corrupt(batch)
+        "Corrupt, cut the response window once (its loss mask is the denominator's), flip the coins; packed rows: per example, then packed."
+        s, b = self.settings, batch.examples()                   # the unpacked view (the batch itself when unpacked)
+        n = self.corrupt(b)
         w = build_response_window(b.input_ids, n.noisy_ids, n.noise_mask, b.loss_mask, n.p_mask, b.attention_mask,
                                   s.block_size, b.sample_seeds, s.sliding_window, s.pad_token_id, s.scored_blocks)
+        if batch.doc_ids is not None:
+            w = pack_response_window(w, batch.doc_ids, batch.attention_mask, s.block_size, s.sliding_window, s.pad_token_id)
+            n, b = n.packed_as(batch), batch
         if s.corruption == 'mask': w = replace(w, loss_mask=(w.loss_mask.bool() & w.noise_mask.bool()).long())   # a visible token is no question
         return Windowed(n, w, self.self_cond_coins(b.sample_seeds).to(b.input_ids.device))
 
@@ -100,7 +107,7 @@ class BlockDiffusionStrategy:
 
     def encoder_pairs(self, b: Batch) -> Tensor:
         "The encoder's scored next-token pairs: every content pair, or (`encoder_loss_tokens='response'`) supervised targets only."
-        return ar_pair_mask(b.attention_mask, b.loss_mask if self.settings.encoder_loss_tokens == 'response' else None)
+        return ar_pair_mask(b.attention_mask, b.loss_mask if self.settings.encoder_loss_tokens == 'response' else None, b.doc_ids)
 
     def loss(self, model, stage: Windowed, counts: Counts) -> LossParts:
         w, b, wt = stage.window, stage.batch, self.settings.encoder_loss_weight
@@ -232,7 +239,7 @@ def _collate(cfg) -> dict:
 
 BLOCK_DIFFUSION = register_mode(Mode(
     'block_diffusion', BlockDiffusionSettings, BlockDiffusionStrategy, build_block_diffusion, sample_block_diffusion,
-    model_classes=(BlockDiffusionLM,), collate=_collate, sampler_options=('steps_per_block', 'threshold', 'verified'),
+    model_classes=(BlockDiffusionLM,), collate=_collate, packs=True, sampler_options=('steps_per_block', 'threshold', 'verified'),
     final_record=lambda cfg: dict(self_conditioning=cfg.block_diffusion.self_conditioning),
     second_loss='encoder_loss',                  # the encoder's next-token loss (block_diffusion.encoder_loss_weight)
     completion_logprobs=block_diffusion_completion_logprobs, likelihood=block_diffusion_likelihood, likelihood_collate=_likelihood_collate,

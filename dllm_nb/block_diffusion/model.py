@@ -79,6 +79,7 @@ def _check_geometry(input_ids, canvas_ids, encoder_mask, decoder_mask, decoder_p
     got = dict(canvas_ids=tuple(canvas_ids.shape), encoder_mask=_mask_shape(encoder_mask),
                decoder_mask=_mask_shape(decoder_mask), decoder_position_ids=tuple(decoder_position_ids.shape),
                do_self_conditioning=(B,) if coins is None else tuple(coins.shape))
+    if coins is not None and coins.ndim == 2: expected['do_self_conditioning'] = (B, R)   # packed rows: one coin per canvas position
     for name, shape in expected.items():
         if got[name] != shape:
             raise ValueError(f"{name} has shape {got[name]}, expected {shape} for input_ids [B={B}, S={S}] and "
@@ -110,12 +111,14 @@ class BlockDiffusionLM(DLLMWrapper):
 
 # %% ../../nbs/07c_block_diffusion_model.ipynb
 @patch
-def encode(self: BlockDiffusionLM, input_ids: Tensor, encoder_mask: MaskLike, return_logits: bool = True) -> EncoderState:
-    "Causal pass over the clean sequence (positions `0..S-1`), recording every layer's K/V."
+def encode(self: BlockDiffusionLM, input_ids: Tensor, encoder_mask: MaskLike, return_logits: bool = True,
+           position_ids: Optional[Tensor] = None) -> EncoderState:
+    "Causal pass over the clean sequence (positions `0..S-1`, or `position_ids` of packed rows), recording every layer's K/V."
     B, S = input_ids.shape
     cache = SharedKVCache(self.num_layers)
+    if position_ids is None: position_ids = torch.arange(S, device=input_ids.device).expand(B, S)
     out = self.backbone(input_ids=input_ids, attention_mask=self.backbone_mask(encoder_mask), use_cache=True, cache=cache,
-                        position_ids=torch.arange(S, device=input_ids.device).expand(B, S),
+                        position_ids=position_ids,
                         logits_to_keep=0 if return_logits else 1)
     return EncoderState(cache.kv, out.logits if return_logits else None)
 
@@ -142,23 +145,25 @@ def canvas_embeds(self: BlockDiffusionLM, canvas_ids: Tensor, self_cond_embeds: 
 
 @patch
 def self_cond_input(self: BlockDiffusionLM, logits: Tensor, coins: Optional[Tensor] = None) -> Tensor:
-    "Soft embedding of `logits` `[B, R, V]`, zeroed for examples whose coin is False."
+    "Soft embedding of `logits` `[B, R, V]`, zeroed for examples whose coin (`[B]`, or `[B, R]` on packed rows) is False."
     e = soft_embedding(logits, self.backbone.get_input_embeddings(), embedding_scale(self.backbone))
-    return e if coins is None else e * coins.to(device=e.device, dtype=e.dtype)[:, None, None]
+    if coins is None: return e
+    c = coins.to(device=e.device, dtype=e.dtype)
+    return e * (c[:, None, None] if c.ndim == 1 else c[..., None])
 
 # %% ../../nbs/07c_block_diffusion_model.ipynb
 @patch
 def forward(self: BlockDiffusionLM, input_ids: Tensor, canvas_ids: Tensor, encoder_mask: MaskLike, decoder_mask: MaskLike,
             decoder_position_ids: Tensor, do_self_conditioning: Optional[Tensor] = None,
             prev_logits: Optional[Tensor] = None, return_encoder_logits: Optional[bool] = None,
-            lazy_head: bool = False) -> DLLMOutput:
+            lazy_head: bool = False, encoder_position_ids: Optional[Tensor] = None) -> DLLMOutput:
     _check_geometry(input_ids, canvas_ids, encoder_mask, decoder_mask, decoder_position_ids, do_self_conditioning)
     encoder_mask, decoder_mask = self.per_layer_masks(encoder_mask), self.per_layer_masks(decoder_mask)   # once: both decodes share them
     enc_logits = self.training if return_encoder_logits is None else return_encoder_logits
     head = self.lazy_head(lazy_head)                 # deferred: the passes return hidden states, RowLogits projects rows
     lazy = (lambda h: h) if head is None else (lambda h: RowLogits(h, head))
     with hidden_as_logits(self.backbone, head):
-        state = self.encode(input_ids, encoder_mask, return_logits=enc_logits or self.shift_logits)
+        state = self.encode(input_ids, encoder_mask, return_logits=enc_logits or self.shift_logits, position_ids=encoder_position_ids)
         args, sc = (state, canvas_ids, decoder_mask, decoder_position_ids), None
         if self.self_conditioning and self.training:
             with torch.no_grad():                                        # pass 1: every step, whatever the coins

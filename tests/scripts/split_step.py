@@ -19,6 +19,10 @@ def full(t):
 
 VARIANTS = {'bd_lora': ('block_diffusion', ['block_diffusion.corruption=mask', 'block_diffusion.shift_logits=true',
                                              'model.lora.rank=4'])}   # the adaptation recipe with LoRA adapters
+PACKED = ['data.packing=greedy', 'data.max_len=96']                    # on $PACK_DATA, a chat file of ragged lengths
+FILL = dict(mdlm=['mdlm.response_fill=8'], block_diffusion=[], ar=[])   # a short EOS tail: short chats share rows
+VARIANTS.update({f'{m}_packed': (m, PACKED + FILL[m]) for m in FILL})
+VARIANTS.update({f'{m}_ragged': (m, ['data.max_len=96'] + FILL[m]) for m in FILL})   # the same, unpacked
 
 
 def run(name, micro, dist_info, out_dir):
@@ -28,13 +32,15 @@ def run(name, micro, dist_info, out_dir):
             f'train.micro_batch_size={micro}', 'train.max_steps=1', 'train.warmup_steps=0',
             f'output_dir={out_dir}'] + (['dllm.t_sampling=stratified'] if mode == 'mdlm' else [])  # stratified t too
     if mode == 'dflash': over += [f"dflash.target={os.environ['DFLASH_TARGET']}", 'dflash.block_size=4']  # a saved causal LM
+    if name.endswith(('_packed', '_ragged')): over += [f"data.dataset={os.environ['PACK_DATA']}"]
     tr = Trainer(load_config(None, over, world_size=dist_info.world_size), dist_info, quiet=True)
     opt = torch.optim.SGD(tr.model.parameters(), lr=1.0)
     before = {n: full(p.detach()).clone() for n, p in tr.model.named_parameters()}
     mbs = tr.sampler.micro_batches(0)
-    res = train_step(tr.model, tr.strategy, opt, [tr.micro_batch(m) for m in mbs], dist_info.world_size, grad_clip=None)
+    batches = [tr.micro_batch(m) for m in mbs]
+    res = train_step(tr.model, tr.strategy, opt, batches, dist_info.world_size, grad_clip=None)
     grads = {n: before[n] - full(p.detach()) for n, p in tr.model.named_parameters()}
-    return dict(loss=res.loss, num_diffusion=res.num_diffusion, grads=grads)
+    return dict(loss=res.loss, num_diffusion=res.num_diffusion, grads=grads, rows=sum(len(b.input_ids) for b in batches))
 
 
 if __name__ == '__main__':
