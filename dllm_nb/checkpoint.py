@@ -455,12 +455,11 @@ def load_training_checkpoint(path, device=None) -> tuple:
 # %% ../nbs/09c_checkpoint.ipynb
 def load_checkpoint(path, device=None, attn_implementation: str = 'sdpa'):
     "`(model, tokenizer)` from a `save_pretrained` folder (the model class from its `dllm_config.json`), a `ckpt-NNNNNNN/`, or a run folder (its newest)."
-    path = Path(path)
+    path, training = Path(path), lambda p: any((p / f).exists() for f in STATE_FILES)   # a run's ckpt-NNNNNNN/
+    if not (path / DLLM_CONFIG_NAME).exists() and not training(path):
+        path = newest_checkpoint(path) or path              # a run folder, perhaps still training: its newest whole model
     if not (path / DLLM_CONFIG_NAME).exists():
-        if any((path / f).exists() for f in STATE_FILES):   # a run's ckpt-NNNNNNN/
-            return load_training_checkpoint(path, device)[:2]
-        if (newest := newest_checkpoint(path)) is not None:  # a run folder, perhaps still training: its newest whole model
-            return load_checkpoint(newest, device, attn_implementation)
+        if training(path): return load_training_checkpoint(path, device)[:2]
         raise FileNotFoundError(f"{path} has no {DLLM_CONFIG_NAME}: not a dllm_nb checkpoint; give a run folder, its final/ or "
                                 "one of its ckpt-NNNNNNN/ folders, or a folder written by save_pretrained")
     meta = json.loads((path / DLLM_CONFIG_NAME).read_text())       # the class, and the run record (`saved_run`)
