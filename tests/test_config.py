@@ -13,7 +13,7 @@ from dllm_nb.modes import get_mode
 ROOT = Path(__file__).resolve().parents[1]
 PRESETS = sorted((ROOT / 'configs').glob('*.yaml'))
 # world sizes each preset is meant for (CPU presets: 1 and 2 processes; GPU presets: 1 node x 8, 2 nodes x 8)
-WORLDS = {'default': (1, 2), 'mdlm_cpu': (1, 2), 'mdlm_tiny': (1, 2), 'hybrid_tiny': (1, 2), 'hybrid_cpu': (1, 2), 'llada_sft': (1, 8, 16),
+WORLDS = {'default': (1, 2), 'mdlm_cpu': (1, 2), 'mdlm_tiny': (1, 2), 'hybrid_tiny': (1, 2), 'hybrid_cpu': (1, 2), 'idlm_cpu': (1, 2), 'llada_sft': (1, 8, 16),
           'diffusiongemma_sft': (1, 8, 16), 'smollm2_cpu': (1,), 'smollm2_adapt': (1,), 'smollm2_ar': (1,), 'dflash_smollm2_cpu': (1,),
           'rl_countdown': (1, 2), 'rl_sudoku': (1, 2)}
 
@@ -48,6 +48,8 @@ def test_presets_say_what_they_are():
     m = cfgs['mdlm_cpu']
     assert (m.dllm.mode, m.mdlm.ar_warmup_steps, m.mdlm.shift_logits, m.mdlm.ar_loss_weight, m.mdlm.suffix_mask_prob) == \
         ('mdlm', 600, True, 1.0, 0.75)
+    i = cfgs['idlm_cpu']
+    assert (i.dllm.mode, i.idlm.block_size, i.idlm.clean_loss_weight, i.train.max_steps) == ('idlm', 1, 1.0, 1200)
 
 
 def test_default_yaml_is_the_dataclass_default():
