@@ -107,9 +107,9 @@ def write_samples(path, samples: list[dict]) -> None:
     "One JSON row per scored example, in input order (`prompt`, `completion`, `correct`, `reward`, ...), written whole."
     import json
     from pathlib import Path
-    path = Path(path); tmp = path.with_name(path.name + '.tmp')
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp.write_text(''.join(json.dumps(s) + '\n' for s in samples)); os.replace(tmp, path)
+    from dllm_nb.files import write_whole
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    write_whole(path, ''.join(json.dumps(s) + '\n' for s in samples))
 
 # %% ../nbs/13_eval.ipynb
 def main(argv: Optional[list[str]] = None) -> int:
