@@ -11,9 +11,8 @@ import torch  # noqa: E402
 import transformers as T  # noqa: E402
 
 from dllm_nb.block_diffusion import BlockDiffusionLM  # noqa: E402
-from dllm_nb.layer_masks import layer_windows  # noqa: E402
 from dllm_nb.masks import EncoderMask, build_encoder_mask  # noqa: E402
-from dllm_nb.models import build_backbone, model_attention_mask  # noqa: E402
+from dllm_nb.models import build_backbone, layer_windows, model_attention_mask  # noqa: E402
 
 W, S = 4, 16
 BASE = dict(vocab_size=64, hidden_size=64, intermediate_size=128, num_hidden_layers=4, num_attention_heads=4,

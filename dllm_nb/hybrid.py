@@ -14,8 +14,7 @@ from .masks import MaskMod, bd3_mask_mod, chunked_block_mask, dense_mask
 from .loss import LossParts, count_noise, count_tokens, hybrid_loss, token_ce
 from .mdlm import masked_backbone
 from .mdlm import mdlm_attention_mask, mdlm_block_mask
-from .layer_masks import layer_windows
-from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, DLLMWrapper, RowLogits, hidden_as_logits
+from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, DLLMWrapper, RowLogits, hidden_as_logits, layer_windows
 from .registry import RUNTIME, Mode, register_mode, section_values
 from .core import row_generators
 from .corruption import corrupt_blockwise

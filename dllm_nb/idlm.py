@@ -15,8 +15,7 @@ from .sampling import (GenerationOutput, KVBuffer, Prompts, cut_at_eos, model_de
                               right_pad, row_seeds)
 from .loss import LossParts, count_tokens, token_ce
 from .masks import MaskMod, bd3_mask_mod, chunked_block_mask, dense_mask
-from .layer_masks import layer_windows
-from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, DLLMWrapper, RowLogits, hidden_as_logits
+from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, DLLMWrapper, RowLogits, hidden_as_logits, layer_windows
 from .stages import Batch, Counts, Noised, Stage
 from .mdlm import masked_backbone
 from .registry import RUNTIME, Mode, register_mode, section_values

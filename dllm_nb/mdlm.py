@@ -14,10 +14,9 @@ from dataclasses import dataclass, field
 import torch.nn.functional as F
 from torch.nn.attention.flex_attention import BlockMask
 from .loss import LossParts, ar_loss, ar_pair_count, ar_pair_mask, count_tokens, mc_mean_se, mdlm_loss, row_ce
-from .layer_masks import layer_windows
 from .masks import MaskMod, chunked_block_mask, dense_mask, document_mask_mod, with_documents
 from .packing import doc_positions, doc_starts
-from .models import DLLMOutput, DLLMWrapper, MaskLike, RowLogits, SharedKVCache, add_mask_token, hidden_as_logits
+from .models import DLLMOutput, DLLMWrapper, MaskLike, RowLogits, SharedKVCache, add_mask_token, hidden_as_logits, layer_windows
 from .registry import RUNTIME, Mode, register_mode, section_values
 from .sampling import (GenerationOutput, Prompts, TrajectoryRecorder, block_generators, cut_at_eos, encode_prompts,
                               model_device, predict_tokens, right_pad, row_seeds, select_transfer, token_id, transfer_schedule)

@@ -4,27 +4,28 @@
 
 # %% ../nbs/07_models.ipynb 2
 from __future__ import annotations
-import contextlib, copy, json
-from dataclasses import dataclass
+import contextlib, copy, functools, inspect, json
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional, Union
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.attention.flex_attention import BlockMask, create_block_mask
 from safetensors.torch import load_file, save_file
 from transformers import AutoModelForCausalLM, LlamaConfig, PretrainedConfig, Qwen2Config, Qwen3Config
 from transformers.cache_utils import Cache, DynamicLayer
-from .masks import MaskSpec, to_additive
-from .layer_masks import layer_masks, layer_windows
+from .masks import MaskSpec, chunked_block_mask, to_additive
 from .lora import add_lora, load_lora, save_lora
-from .core import moved_names
+from .core import ConfigError, moved_names
 from .gguf import gguf_to_hf
 
 # %% auto 0
 __all__ = ['ARCH_CONFIGS', 'ATTN_IMPLEMENTATIONS', 'TINY_SIZES', 'MaskLike', 'DLLM_CONFIG_NAME', 'DLLM_WEIGHTS_NAME',
-           'tiny_config', 'build_backbone', 'autocast_context', 'add_mask_token', 'dense_to_block_mask',
+           'LAYER_TYPES', 'tiny_config', 'build_backbone', 'autocast_context', 'add_mask_token', 'dense_to_block_mask',
            'model_attention_mask', 'count_backbone_calls', 'DLLMOutput', 'RowLogits', 'row_head', 'hidden_as_logits',
-           'DLLMWrapper', 'SharedKVCache']
+           'min_window', 'layer_windows', 'position_band', 'windowed_mask', 'layer_masks', 'DLLMWrapper',
+           'SharedKVCache']
 
 # %% ../nbs/07_models.ipynb
 # GGUF conversion moved to dllm_nb.gguf; each mode's model (and its own masks) to the mode's module
@@ -162,6 +163,76 @@ def hidden_as_logits(backbone: nn.Module, head: Optional[nn.Module]):
     backbone.lm_head = nn.Identity()
     try: yield
     finally: backbone.lm_head = head
+
+# %% ../nbs/07_models.ipynb
+def min_window(a: Optional[int], b: Optional[int]) -> Optional[int]:
+    "Two windows at once (`None` = no window): their intersection, the smaller window."
+    return b if a is None else a if b is None else min(a, b)
+
+# %% ../nbs/07_models.ipynb
+LAYER_TYPES = ('full_attention', 'sliding_attention')   # the attention layer types whose structure the masks keep
+
+@functools.lru_cache(maxsize=None)
+def _takes_mask_dict(model_cls: type) -> bool:
+    "Whether `model_cls.forward` takes `attention_mask` as a dict keyed by layer type (transformers' `causal_mask_mapping`)."
+    try: return 'dict' in inspect.getsource(model_cls.forward)
+    except (OSError, TypeError): return False
+
+def _refuse(backbone: nn.Module, what: str) -> ConfigError:
+    "The one error for a structure the masks cannot keep (a `ConfigError`: the training CLI exits 2 with it)."
+    return ConfigError([f"{type(backbone).__name__}: {what}; dllm_nb's 4D masks cannot keep this attention structure, so this "
+                      "mode would train with attention the backbone never had. Use mode 'ar' (it keeps the backbone's own "
+                      "masks) or a backbone whose layers are full or sliding-window attention."])
+
+# %% ../nbs/07_models.ipynb
+def layer_windows(backbone: nn.Module) -> dict[Optional[str], Optional[int]]:
+    "The window of each attention layer type the backbone declares (`None` = full); key `None`: one mask serves every layer."
+    text = backbone.config.get_text_config()
+    if chunk := getattr(text, 'attention_chunk_size', None): raise _refuse(backbone, f"attention_chunk_size={chunk} (chunked attention)")
+    w = getattr(text, 'sliding_window', None) if getattr(text, 'use_sliding_window', True) is not False else None
+    types = getattr(text, 'layer_types', None)
+    if types is None: return {None: w}                       # one mask for all layers (Llama: full, Mistral: windowed)
+    if bad := sorted(set(types) - set(LAYER_TYPES)): raise _refuse(backbone, f"layer types {bad} (dllm_nb keeps {LAYER_TYPES})")
+    if 'sliding_attention' in types and w is None: raise _refuse(backbone, "sliding_attention layers but sliding_window=None")
+    windows = {t: w if t == 'sliding_attention' else None for t in dict.fromkeys(types)}
+    if len(set(windows.values())) == 1: return {None: next(iter(windows.values()))}
+    if not _takes_mask_dict(type(backbone.base_model)):
+        raise _refuse(backbone, f"layer types {sorted(windows)}, but its forward takes no per-layer-type mask dict")
+    return windows
+
+# %% ../nbs/07_models.ipynb
+def position_band(q_pos: Tensor, k_pos: Tensor, w: int) -> Tensor:
+    "Bool `[B, 1, Q, K]`: `|pos_q - pos_k| < w`, the keys a sliding layer keeps around each query (a causal mask keeps its left half)."
+    return ((q_pos[:, :, None] - k_pos[:, None, :]).abs() < w)[:, None]
+
+def _band_mod(mask_mod, q_pos: Tensor, k_pos: Tensor, w: int):
+    "`mask_mod` and the band, as one FlexAttention predicate."
+    def mod(b, h, q_idx, kv_idx): return mask_mod(b, h, q_idx, kv_idx) & ((q_pos[b, q_idx] - k_pos[b, kv_idx]).abs() < w)
+    return mod
+
+# %% ../nbs/07_models.ipynb
+def windowed_mask(mask, w: Optional[int], positions: Optional[tuple[Tensor, Tensor]] = None):
+    "`mask` for a layer of window `w`: a `MaskSpec` by its own window rule, a dense mask or `BlockMask` by `position_band`."
+    if w is None: return mask
+    if isinstance(mask, MaskSpec):
+        if not hasattr(mask, 'sliding_window'): raise TypeError(f"{type(mask).__name__} has no sliding_window rule to narrow.")
+        return replace(mask, sliding_window=min_window(mask.sliding_window, w))
+    if positions is None:
+        raise ValueError(f"a sliding-window layer (window {w}) needs the query and key positions of this "
+                         f"{tuple(mask.shape)} mask: pass positions=(q_pos [B, Q], k_pos [B, K]), or a MaskSpec.")
+    q_pos, k_pos = (p.expand(mask.shape[0], -1) for p in positions)
+    if isinstance(mask, BlockMask):
+        (Q, K), tile = mask.seq_lengths, mask.BLOCK_SIZE
+        qp, kp = F.pad(q_pos, (0, -Q % tile[0])), F.pad(k_pos, (0, -K % tile[1]))   # safe reads on padded tiles
+        return chunked_block_mask(_band_mod(mask.mask_mod, qp, kp, w), mask.shape[0], Q, K, device=q_pos.device, BLOCK_SIZE=tile)
+    band = position_band(q_pos, k_pos, w)
+    return mask & band if mask.dtype == torch.bool else mask.masked_fill(~band, torch.finfo(mask.dtype).min)
+
+# %% ../nbs/07_models.ipynb
+def layer_masks(mask, windows: dict, positions: Optional[tuple[Tensor, Tensor]] = None) -> dict:
+    "`{layer type: mask}`: `mask` narrowed to each type's window (a dict is already per layer and is returned as is)."
+    if isinstance(mask, dict): return mask
+    return {t: windowed_mask(mask, w, positions) for t, w in windows.items()}
 
 # %% ../nbs/07_models.ipynb
 class DLLMWrapper(nn.Module):

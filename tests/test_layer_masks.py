@@ -17,10 +17,9 @@ import transformers as T
 import dllm_nb.block_diffusion.sampler as sampler_mod
 from dllm_nb.block_diffusion import BlockDiffusionLM
 from dllm_nb.block_diffusion.sampler import CachedContext, ReencodeContext
-from dllm_nb.layer_masks import layer_windows
 from dllm_nb.masks import EncoderMask, build_encoder_mask, dense_mask
 from dllm_nb.mdlm import MaskedDiffusionLM
-from dllm_nb.models import build_backbone, model_attention_mask
+from dllm_nb.models import build_backbone, layer_windows, model_attention_mask
 
 warnings.filterwarnings('ignore', message='.*flex_attention.*')
 pytestmark = pytest.mark.filterwarnings('ignore:flex_attention called without torch.compile')

@@ -11,8 +11,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from fastcore.basics import patch
 from transformers.modeling_layers import GradientCheckpointingLayer
-from ..layer_masks import layer_windows
-from ..models import DLLMOutput, DLLMWrapper, MaskLike, RowLogits, SharedKVCache, hidden_as_logits
+from ..models import DLLMOutput, DLLMWrapper, MaskLike, RowLogits, SharedKVCache, hidden_as_logits, layer_windows
 
 # %% auto 0
 __all__ = ['canvas_position_ids', 'embedding_scale', 'soft_embedding', 'SelfConditioning', 'shift_canvas_logits', 'EncoderState',

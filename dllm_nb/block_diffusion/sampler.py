@@ -10,7 +10,7 @@ import torch
 from torch import Tensor, nn
 from fastcore.basics import patch
 from ..core import randint_rows, row_generators
-from ..layer_masks import layer_windows, min_window
+from ..models import layer_windows, min_window
 from ..masks import DecoderMask, EncoderMask
 from ..sampling import (GenerationOutput, KVBuffer, Prompts, TrajectoryRecorder, block_generators, cut_at_eos, encode_prompts,
                               model_device, predict_tokens, progress_bar, right_pad, row_seeds, select_transfer, token_id)
