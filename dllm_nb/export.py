@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Union
 from .checkpoint import is_training_checkpoint, load_checkpoint, load_training_checkpoint, saved_run
 from .cli import debug_requested, load_error
-from .config import mode_block_size
+from .config import config_to_dict, mode_block_size
 from .data import MIXES, TASK_SCOPES, TASKS, as_messages, task_examples
 from .datafiles import json_rows
 from .distributed import full_state_dict
@@ -20,8 +20,8 @@ from .models import DLLM_CONFIG_NAME
 from .modes import MODES, build_model, get_mode
 
 # %% auto 0
-__all__ = ['run_metadata', 'card_examples', 'model_card', 'write_model_card', 'export_final', 'write_final', 'export_merged',
-           'is_lora_final', 'main']
+__all__ = ['run_metadata', 'card_examples', 'model_card', 'write_model_card', 'export_final', 'write_final', 'write_rl_final',
+           'export_merged', 'is_lora_final', 'main']
 
 # %% ../nbs/11a_export.ipynb
 def run_metadata(cfg, mask_token_id, steps: int | None = None) -> dict:
@@ -140,6 +140,15 @@ def write_final(model, tok, cfg, mask_id, out_dir: str | Path, steps: int | None
             write_model_card(out_dir, cfg, folder=tmp)
     return model.eval()
 
+def write_rl_final(policy, tok, cfg, out_dir: str | Path, steps: int) -> Path:
+    "An RL policy as a `final/` like SFT's: weights, tokenizer, and `dllm_config.json` with its init's run record + `rl` (settings, `rl_steps`)."
+    rl = {**config_to_dict(cfg)['rl'], 'init': str(Path(cfg.rl.init).resolve()), 'rl_steps': steps}
+    with whole_folder(out_dir) as tmp:                                 # whole or not at all, as SFT's final/
+        policy.save_pretrained(tmp); tok.save_pretrained(tmp)
+        meta = json.loads((tmp / DLLM_CONFIG_NAME).read_text())
+        (tmp / DLLM_CONFIG_NAME).write_text(json.dumps({**meta, 'run': {**saved_run(cfg.rl.init), 'rl': rl}}, indent=2))
+    return Path(out_dir)
+
 # %% ../nbs/11a_export.ipynb
 def export_merged(checkpoint: Union[str, Path], out: Union[str, Path]) -> Path:
     "Load a LoRA `final/`, merge it, and save it (with its tokenizer and run record) to `out`."
@@ -190,7 +199,7 @@ def main(argv=None) -> int:
     except Exception as e:
         if debug: raise
         print(f'error: {load_error(ckpt, e)}', file=sys.stderr); return 2
-    try: write_final(model, tok, cfg, mask_id, out, steps=step)
+    try: write_rl_final(model, tok, cfg, out, step) if cfg.rl.init else write_final(model, tok, cfg, mask_id, out, steps=step)
     except OSError as e:
         if debug: raise
         print(f'error: {e.filename or out}: {e.strerror or e} (errno {e.errno}); free space or choose another --out',

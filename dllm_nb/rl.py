@@ -16,13 +16,14 @@ from fastcore.basics import patch
 from fastcore.imports import IN_NOTEBOOK
 from .checkpoint import (finite_checkpoints, load_checkpoint, preflight, resume_checkpoint, save_checkpoint, saved_block_size,
                                 saved_run, unlock_run_dir, ResumeError, UnsafeCheckpointError)
-from .config import Config, config_to_dict, load_config, save_config
+from .config import Config, load_config, save_config
 from .core import ConfigError, splitmix64
 from .data import TASKS, task_examples, task_reward
 from .tasks import SHAPED_REWARDS
 from .distributed import all_reduce_sum, is_dist
 from .eval import exact_match
-from .files import save_figure, whole_folder
+from .export import write_rl_final
+from .files import save_figure
 from .generate import step_options
 from .metrics import MetricsLogger, read_metrics, trim_metrics
 from .models import DLLM_CONFIG_NAME
@@ -333,12 +334,7 @@ def fit(self: RLTrainer, stop_at: Optional[int] = None) -> list[dict]:
 @patch
 def export(self: RLTrainer, out_dir) -> Path:
     "Write the policy as a `final/` folder like SFT's: weights, tokenizer, and `dllm_config.json` with the init's run record + `rl`."
-    rl = {**config_to_dict(self.cfg)['rl'], 'init': str(Path(self.r.init).resolve()), 'rl_steps': self.cfg.train.max_steps}
-    with whole_folder(out_dir) as tmp:                                 # whole or not at all, as SFT's final/
-        self.policy.save_pretrained(tmp); self.tok.save_pretrained(tmp)
-        meta = json.loads((tmp / DLLM_CONFIG_NAME).read_text())
-        (tmp / DLLM_CONFIG_NAME).write_text(json.dumps({**meta, 'run': {**saved_run(self.r.init), 'rl': rl}}, indent=2))
-    return Path(out_dir)
+    return write_rl_final(self.policy, self.tok, self.cfg, out_dir, self.cfg.train.max_steps)
 
 # %% ../nbs/16_rl.ipynb
 def plot_rewards(records: list[dict], path=None, title: str = ''):

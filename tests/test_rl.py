@@ -106,6 +106,14 @@ def test_other_modes_train(work, kind):
     assert not torch.equal(final_weights(work / f'rl_{kind}' / 'final'), final_weights(init))
     rec = json.loads((work / f'rl_{kind}' / 'metrics.jsonl').read_text().splitlines()[-1])
     assert rec['kl'] >= 0 and 0 <= rec['clip_frac'] <= 1
+    # an RL ckpt-NNNNNNN/ opens like an SFT one (its model is its init's, not the RL config's default), and exports
+    from dllm_nb.checkpoint import load_checkpoint, saved_run
+    ckpt, final = work / f'rl_{kind}' / 'ckpt-0000002', work / f'rl_{kind}' / 'final'
+    assert type(load_checkpoint(ckpt)[0]) is type(load_checkpoint(final)[0])
+    assert torch.equal(final_weights(ckpt), final_weights(final))
+    p = run(['-m', 'dllm_nb.export', '--checkpoint', str(ckpt), '--out', str(work / f'rl_{kind}_exported')], work)
+    assert torch.equal(final_weights(work / f'rl_{kind}_exported'), final_weights(final))
+    assert saved_run(work / f'rl_{kind}_exported')['rl']['rl_steps'] == 2
 
 
 def test_sampler_cache_needs_a_cached_sampler(work):
