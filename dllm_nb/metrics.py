@@ -13,7 +13,8 @@ from .files import append_whole, save_figure, write_whole
 from .modes import MODES
 
 # %% auto 0
-__all__ = ['TRAIN_KEYS', 'VAL_KEYS', 'memory_mb', 'StepRecord', 'MetricsLogger', 'read_metrics', 'plot_metrics', 'trim_metrics']
+__all__ = ['TRAIN_KEYS', 'VAL_KEYS', 'memory_mb', 'StepRecord', 'MetricsLogger', 'read_metrics', 'plot_metrics', 'plot_rewards',
+           'trim_metrics']
 
 # %% ../nbs/09b_metrics.ipynb
 def memory_mb(device: torch.device | str = 'cpu') -> float:
@@ -110,6 +111,23 @@ def plot_metrics(records: list[dict], path: str | Path | None = None):
     ax.set_xlabel('step'); ax.set_ylabel('loss'); ax.set_yscale('log'); ax.grid(alpha=.3); ax.legend()
     fig.tight_layout()
     if path is not None: save_figure(fig, path); plt.close(fig)   # whole or not at all, like every file of a run
+    return fig
+
+# %% ../nbs/09b_metrics.ipynb
+def plot_rewards(records: list[dict], path=None, title: str = ''):
+    "Reward (rollout mean), rollout accuracy and held-out test accuracy against RL step."
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(5, 3.2), dpi=90)
+    tr = [r for r in records if 'reward' in r]; te = [r for r in records if 'test_accuracy' in r]
+    if tr:
+        w = max(1, len(tr) // 20)                                      # a running mean over ~5 % of the run
+        sm = lambda v: [sum(v[max(0, i - w + 1):i + 1]) / len(v[max(0, i - w + 1):i + 1]) for i in range(len(v))]
+        ax.plot([r['step'] for r in tr], sm([r['reward'] for r in tr]), label=f'rollout reward (mean of {w})', lw=1)
+        ax.plot([r['step'] for r in tr], sm([r['accuracy'] for r in tr]), label='rollout accuracy', lw=1, ls='--')
+    if te: ax.plot([r['step'] for r in te], [r['test_accuracy'] for r in te], 'o-', ms=3, label='test accuracy (greedy)')
+    ax.set_xlabel('RL step'); ax.set_ylim(0, 1); ax.grid(alpha=.3); ax.legend(fontsize=8); ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    if path is not None: save_figure(fig, path); plt.close(fig)
     return fig
 
 # %% ../nbs/09b_metrics.ipynb

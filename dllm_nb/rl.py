@@ -4,7 +4,7 @@
 
 # %% ../nbs/16_rl.ipynb 2
 from __future__ import annotations
-import argparse, copy, importlib, inspect, json, math, os, random, signal, sys, time
+import argparse, copy, inspect, math, os, random, signal, sys, time
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,23 +19,22 @@ from .checkpoint import (finite_checkpoints, load_checkpoint, preflight, resume_
 from .config import Config, load_config, save_config
 from .core import ConfigError, splitmix64
 from .data import TASKS, task_examples, task_reward
-from .tasks import SHAPED_REWARDS
 from .distributed import all_reduce_sum, is_dist
 from .eval import exact_match
 from .export import write_rl_final
-from .files import save_figure
 from .generate import step_options
-from .metrics import MetricsLogger, read_metrics, trim_metrics
+from .metrics import MetricsLogger, plot_rewards, read_metrics, trim_metrics
 from .models import DLLM_CONFIG_NAME
+from .rewards import RewardError, call_reward, load_reward
 from .modes import MODES, mode_of_model
 from .sampling import encode_prompts, progress_bar
 from .trainer import DeferredInterrupt, Interrupted, lr_factor
 from .train import list_keys
 
 # %% auto 0
-__all__ = ['RL_KEYS', 'group_advantages', 'LossCounts', 'policy_loss', 'through_eos', 'RewardError', 'load_reward', 'call_reward',
-           'Rollout', 'rollout', 'step_seed', 'step_prompts', 'adapters_disabled', 'Reference', 'rl_modes',
-           'sync_grads', 'RLTrainer', 'plot_rewards', 'parse_args', 'rl_keys', 'rl_preflight', 'main']
+__all__ = ['RL_KEYS', 'group_advantages', 'LossCounts', 'policy_loss', 'through_eos', 'Rollout', 'rollout', 'step_seed',
+           'step_prompts', 'adapters_disabled', 'Reference', 'rl_modes', 'sync_grads', 'RLTrainer', 'parse_args',
+           'rl_keys', 'rl_preflight', 'main']
 
 # %% ../nbs/16_rl.ipynb
 def group_advantages(rewards: Tensor, group_size: int, scale: bool = True, eps: float = 1e-4) -> Tensor:
@@ -77,36 +76,6 @@ def through_eos(row, eos_id: int) -> list[int]:
     "A sampled canvas row up to and including its first EOS (the completion the policy wrote); the whole row if none."
     row = row.tolist() if isinstance(row, Tensor) else list(row)
     return row[:row.index(eos_id) + 1] if eos_id in row else row
-
-# %% ../nbs/16_rl.ipynb
-class RewardError(RuntimeError):
-    "A reward function that cannot be used, or that failed on a completion (the message names the prompt and the completion)."
-
-def load_reward(spec: str, task: str) -> Callable[[str, str, Optional[str]], float]:
-    "`(prompt, completion, answer) -> float`: the task's verifier (`'task'`), its partial credit (`'shaped'`) or a user's `package.module:function(prompt, completion)`."
-    if spec == 'task': return lambda prompt, completion, answer=None: task_reward(task, prompt, completion, answer)
-    if spec == 'shaped':
-        if task not in SHAPED_REWARDS: raise RewardError(f"rl.reward='shaped': task {task!r} has no shaped reward; shaped tasks: {', '.join(SHAPED_REWARDS)}")
-        return lambda prompt, completion, answer=None: SHAPED_REWARDS[task](prompt, completion)
-    mod, _, name = spec.partition(':')
-    try: fn = getattr(importlib.import_module(mod), name)
-    except (ImportError, AttributeError) as e:
-        raise RewardError(f"rl.reward={spec!r} cannot be loaded ({type(e).__name__}: {e}); give 'package.module:function' "
-                          "on the Python path, or 'task'") from None
-    if not callable(fn): raise RewardError(f"rl.reward={spec!r} is a {type(fn).__name__}, not a function")
-    try: inspect.signature(fn).bind('prompt', 'completion')
-    except TypeError: raise RewardError(f"rl.reward={spec!r} must take (prompt, completion); its signature is {inspect.signature(fn)}") from None
-    except ValueError: pass                                               # a builtin without a signature: the trial call decides
-    return lambda prompt, completion, answer=None: fn(prompt, completion)
-
-def call_reward(reward: Callable, prompt: str, completion: str, answer=None, spec: str = 'task') -> float:
-    "One reward as a finite float in [0, 1]; a `RewardError` naming the prompt and the completion otherwise."
-    try: r = reward(prompt, completion, answer)
-    except Exception as e:
-        raise RewardError(f"rl.reward={spec!r} raised {type(e).__name__}: {e} on prompt {prompt!r}, completion {completion!r}") from None
-    if isinstance(r, bool) or not isinstance(r, (int, float)) or not math.isfinite(r) or not 0 <= r <= 1:
-        raise RewardError(f"rl.reward={spec!r} returned {r!r} (want a number in [0, 1]) on prompt {prompt!r}, completion {completion!r}")
-    return float(r)
 
 # %% ../nbs/16_rl.ipynb
 @dataclass
@@ -335,23 +304,6 @@ def fit(self: RLTrainer, stop_at: Optional[int] = None) -> list[dict]:
 def export(self: RLTrainer, out_dir) -> Path:
     "Write the policy as a `final/` folder like SFT's: weights, tokenizer, and `dllm_config.json` with the init's run record + `rl`."
     return write_rl_final(self.policy, self.tok, self.cfg, out_dir, self.cfg.train.max_steps)
-
-# %% ../nbs/16_rl.ipynb
-def plot_rewards(records: list[dict], path=None, title: str = ''):
-    "Reward (rollout mean), rollout accuracy and held-out test accuracy against RL step."
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(5, 3.2), dpi=90)
-    tr = [r for r in records if 'reward' in r]; te = [r for r in records if 'test_accuracy' in r]
-    if tr:
-        w = max(1, len(tr) // 20)                                      # a running mean over ~5 % of the run
-        sm = lambda v: [sum(v[max(0, i - w + 1):i + 1]) / len(v[max(0, i - w + 1):i + 1]) for i in range(len(v))]
-        ax.plot([r['step'] for r in tr], sm([r['reward'] for r in tr]), label=f'rollout reward (mean of {w})', lw=1)
-        ax.plot([r['step'] for r in tr], sm([r['accuracy'] for r in tr]), label='rollout accuracy', lw=1, ls='--')
-    if te: ax.plot([r['step'] for r in te], [r['test_accuracy'] for r in te], 'o-', ms=3, label='test accuracy (greedy)')
-    ax.set_xlabel('RL step'); ax.set_ylim(0, 1); ax.grid(alpha=.3); ax.legend(fontsize=8); ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    if path is not None: save_figure(fig, path); plt.close(fig)
-    return fig
 
 # %% ../nbs/16_rl.ipynb
 def parse_args(argv=None) -> argparse.Namespace:

@@ -16,7 +16,8 @@ from dllm_nb.data import task_examples
 from dllm_nb.checkpoint import load_checkpoint, saved_block_size
 from dllm_nb.eval import saved_canvas
 from dllm_nb.modes import mode_of_model
-from dllm_nb.rl import load_reward, rollout
+from dllm_nb.rewards import load_reward
+from dllm_nb.rl import rollout
 
 ESTIMATORS = (('mean_field', 1), ('coupled', 2), ('mc_elbo', 2))
 
