@@ -442,13 +442,14 @@ def load_training_checkpoint(path, device=None) -> tuple:
     "`(model, tokenizer, cfg, mask_token_id, step)` of a training checkpoint: the model rebuilt from its config, in eval mode."
     path = Path(path)
     st = read_trainer_state(path); md = read_dcp_metadata(path)          # both safe, both small: fail before building
-    cfg = saved_config(st['config'], strict=False)
-    if init := cfg.rl.init:                                            # an RL run's: the policy is its init's model, trained on
+    init = st['config'].get('rl', {}).get('init') if isinstance(st['config'], dict) else None   # old .pt states predate RL
+    if init:                                                            # an RL run's: the policy is its init's model, trained on
         if not Path(init).exists():
             raise FileNotFoundError(f"{path} is an RL checkpoint whose policy started from rl.init={init!r}, which is not there "
                                     "(a relative path is read from the current folder): the model is rebuilt from it")
         model, tok = load_checkpoint(init); mask_id = saved_run(init).get('mask_token_id')
-    else:
+    cfg = saved_config(st['config'], strict=False)
+    if not init:
         tok = load_tokenizer(cfg.model.tokenizer or cfg.model.path)
         model, mask_id = build_model(cfg, tok, verbose=False)
     state = {'model': get_model_state_dict(model)}
