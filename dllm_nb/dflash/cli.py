@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 import torch
 import torch.nn as nn
+from ..files import whole_folder
 from ..sampling import cut_at_eos, skinny_linears
 from .drafter import DRAFTER_CONFIG, load_target, pad_rows, target_id, target_info
 from .mode import draft_vocab
@@ -114,15 +115,18 @@ def head_cli(args) -> int:
         if saved is not None: print(f"{feats} was written for other rows or another target: recomputing", file=sys.stderr)
         ex, val = head_examples(target, P[:n], R[:n], args.feature_batch), head_examples(target, P[n:], R[n:], args.feature_batch)
         if feats is not None:
-            feats.parent.mkdir(parents=True, exist_ok=True); torch.save(dict(key=key, train=ex, val=val), feats)
+            feats.parent.mkdir(parents=True, exist_ok=True); tmp = feats.with_name(f'.{feats.name}.tmp')   # whole or not at all
+            torch.save(dict(key=key, train=ex, val=val), tmp); tmp.replace(feats)
     torch.manual_seed(args.seed)
     head = NextTokenHead.for_target(target, args.hidden, args.vocab, target_path=target_id(args.target))
     if head.config.draft_vocab_size:
         with torch.no_grad(): head.vocab_ids.copy_(draft_vocab(R[:n], head.config.draft_vocab_size, head.config.vocab_size, [tok.eos_token_id]))
         cover = float((head.to_head_ids(val['next']) >= 0).float().mean())
     log = train_head(head, ex, args.epochs, args.batch_size, args.lr, val=val, seed=args.seed)
-    out = Path(args.out); head.save_pretrained(out); tok.save_pretrained(out)
-    (out / 'head_log.json').write_text(json.dumps(dict(rows=n, val_rows=args.val_rows, examples=len(ex['next']), log=log), indent=1))
+    out = Path(args.out)
+    with whole_folder(out) as tmp:                                        # the head's folder appears whole or not at all
+        head.save_pretrained(tmp); tok.save_pretrained(tmp)
+        (tmp / 'head_log.json').write_text(json.dumps(dict(rows=n, val_rows=args.val_rows, examples=len(ex['next']), log=log), indent=1))
     for r in log: print(f"epoch {r['epoch']}: train loss {r['loss']:.3f}, held-out top-1 {r['val_top1']:.3f}")
     print(f"{out}: NextTokenHead, {sum(p.numel() for p in head.parameters()) / 1e6:.2f}M parameters, {len(ex['next'])} examples "
           f"from {n} rows; held-out top-1 {log[-1]['val_top1']:.3f} on {len(val['next'])} positions of {args.val_rows} rows"
