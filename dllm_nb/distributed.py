@@ -18,9 +18,9 @@ from .packing import length_grouped_order
 # %% auto 0
 __all__ = ['DistInfo', 'launched_by_torchrun', 'exit_with_parent', 'elastic_store', 'init_distributed', 'cleanup', 'exit_process',
            'is_dist', 'world_size', 'get_rank', 'is_main', 'print0', 'barrier', 'all_reduce_sum', 'all_reduce_mean',
-           'broadcast_object', 'shard_global_batch', 'MicroBatch', 'GlobalBatchSampler', 'StepBatches', 'step_loader',
-           'find_decoder_layers', 'apply_fsdp', 'wrap_model', 'set_grad_sync', 'clip_grad_norm_', 'full_state_dict',
-           'load_full_state_dict']
+           'broadcast_object', 'lost_peer', 'shard_global_batch', 'MicroBatch', 'GlobalBatchSampler', 'StepBatches',
+           'step_loader', 'find_decoder_layers', 'apply_fsdp', 'wrap_model', 'set_grad_sync', 'clip_grad_norm_',
+           'full_state_dict', 'load_full_state_dict']
 
 # %% ../nbs/10_distributed.ipynb
 @dataclass(frozen=True)
@@ -131,6 +131,14 @@ def broadcast_object(obj, src: int = 0):
     if not is_dist(): return obj
     box = [obj]; dist.broadcast_object_list(box, src=src, device=_comm_device())
     return box[0]
+
+# %% ../nbs/10_distributed.ipynb
+_LOST = re.compile(r'closed by peer|reset by peer|broken pipe|connection refused|gloo|nccl|timed out', re.I)
+
+def lost_peer(e: BaseException) -> bool:
+    "Whether `e` is a collective (or the store) failing because another process of the group stopped."
+    if isinstance(e, getattr(dist, 'DistError', ())): return True          # DistBackendError, DistNetworkError, ...
+    return isinstance(e, RuntimeError) and bool(_LOST.search(str(e)))
 
 # %% ../nbs/10_distributed.ipynb
 def shard_global_batch(items: Sequence, dist_info, micro_batch_size: int) -> list:

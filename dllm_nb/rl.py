@@ -19,7 +19,8 @@ from .checkpoint import (finite_checkpoints, load_checkpoint, preflight, resume_
 from .config import Config, load_config, save_config
 from .core import ConfigError, splitmix64
 from .data import TASKS, task_examples, task_reward
-from .distributed import all_reduce_sum, is_dist
+from .cli import LOST_PEER_EXIT, lost_peer_line
+from .distributed import all_reduce_sum, is_dist, lost_peer
 from .eval import exact_match
 from .export import write_rl_final
 from .generate import step_options
@@ -358,7 +359,7 @@ def _run(cfg: Config, args, rank: int, world: int) -> int:
     return 0
 
 def main(argv=None) -> int:
-    "CLI entry point; exit status: 1 disk error, 2 bad config/policy/reward (also a reward that fails mid-run), 130 SIGINT, 143 SIGTERM."
+    "CLI entry point; exit status: 1 disk error, 2 bad config/policy/reward (also a reward that fails mid-run), 4 a peer process died, 130 SIGINT, 143 SIGTERM."
     args = parse_args(argv)
     if args.list_keys: print(rl_keys()); return 0
     debug, rank0 = args.debug or os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0'), int(os.environ.get('RANK', 0)) == 0
@@ -393,6 +394,11 @@ def main(argv=None) -> int:
         ck = finite_checkpoints(cfg.output_dir)
         return fail(OSError(f"{e.filename or cfg.output_dir}: {e.strerror or e} (errno {e.errno}); free space or fix permissions or "
                             f"limits, then resume with: {_resume_hint(argv)} (last complete checkpoint: {ck[-1] if ck else 'none'})"), 1)
+    except RuntimeError as e:                                          # another process of the group died mid-collective
+        if info.world_size < 2 or not lost_peer(e) or debug: raise
+        ck = finite_checkpoints(cfg.output_dir)                        # every survivor says it: rank 0 may be the one lost
+        print(lost_peer_line(info.rank, e, ck[-1] if ck else None, _resume_hint(argv)), file=sys.stderr, flush=True)
+        return LOST_PEER_EXIT
     finally: cleanup(); unlock_run_dir(cfg.output_dir)
 
 # %% ../nbs/16_rl.ipynb

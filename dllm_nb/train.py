@@ -7,12 +7,12 @@ from __future__ import annotations
 import argparse, os, shlex, signal, sys, time
 from pathlib import Path
 import torch
-from .cli import debug_requested
+from .cli import LOST_PEER_EXIT, debug_requested, lost_peer_line
 from .config import ConfigError, config_help, load_config, save_config
 from .checkpoint import ResumeError, UnsafeCheckpointError, preflight, unlock_run_dir
 from .core import moved_names
 from .data import DataError, load_data
-from .distributed import cleanup, init_distributed
+from .distributed import cleanup, init_distributed, lost_peer
 from .export import export_final, write_model_card
 from .trainer import NonFiniteError
 from .modes import get_mode
@@ -156,7 +156,7 @@ def print_stdout(text: str) -> int:
 
 # %% ../nbs/11_train.ipynb
 def main(argv=None) -> int:
-    "CLI entry point; exit status: 1 disk error, 2 bad config/data/paths/checkpoint, 3 diverged (NaN/inf), 130 SIGINT, 143 SIGTERM."
+    "CLI entry point; exit status: 1 disk error, 2 bad config/data/paths/checkpoint, 3 diverged (NaN/inf), 4 a peer process died, 130 SIGINT, 143 SIGTERM."
     args = parse_args(argv)
     if args.list_keys: return print_stdout(list_keys())
     rank0 = int(os.environ.get('RANK', 0)) == 0
@@ -187,6 +187,12 @@ def main(argv=None) -> int:
     except (ConfigError, DataError, FileNotFoundError, ResumeError, UnsafeCheckpointError) as e: return fail(e, 2)
     except NonFiniteError as e: return fail(e, 3)
     except OSError as e: return fail(e, *_os_error(e, cfg, argv))      # disk full, file-size limit, read-only folder
+    except RuntimeError as e:                                          # another process of the group died mid-collective
+        if dist_info.world_size < 2 or not lost_peer(e) or debug_requested(args.debug): raise
+        from dllm_nb.checkpoint import finite_checkpoints
+        ck = finite_checkpoints(cfg.output_dir)                        # every survivor says it: rank 0 may be the one lost
+        print(lost_peer_line(dist_info.rank, e, ck[-1] if ck else None, resume_command(argv)), file=sys.stderr, flush=True)
+        return LOST_PEER_EXIT
     finally: cleanup(); unlock_run_dir(cfg.output_dir)
 
 # %% ../nbs/11_train.ipynb

@@ -986,3 +986,19 @@ def test_reader_of_a_running_run_gets_the_last_whole_checkpoint(tmp_path, capsys
     finally: go.set(); writer.join(120)
     assert newest_checkpoint(run) == run / 'ckpt-0000004' and torch.equal(weights(run), weights(run / 'ckpt-0000004'))
     assert not torch.equal(weights(run / 'ckpt-0000004'), weights(run / 'ckpt-0000002'))
+
+
+def test_survivor_of_a_killed_peer_says_one_line(tmp_path):
+    """A 2-process run whose rank 1 is SIGKILLed mid-run (step 5, after ckpt-3): rank 0's collective fails with gloo's
+    'Connection closed/reset by peer'; it exits 4 with one `error:` line naming its rank, the last complete checkpoint and the
+    resume command, not a traceback through the trainer (before: exit 1 and gloo's RuntimeError)."""
+    plan = dict(runs=[dict(world=2, args=[f'output_dir={tmp_path / "run"}', *LONG],
+                           lives=[{'faults': [fault(5, 1, 'SIGKILL')]}])])
+    (tmp_path / 'plan.json').write_text(json.dumps(plan))
+    r = cli([str(ROOT / 'tests' / 'scripts' / 'lives.py'), 'plan', str(tmp_path / 'plan.json'), str(tmp_path / 'report.json')], timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    life = json.loads((tmp_path / 'report.json').read_text())[0][0]
+    assert life['codes'] == [4, -signal.SIGKILL], life
+    assert life['said'].startswith('error: rank 0: another process of the group stopped during a collective'), life['said']
+    assert 'ckpt-0000003' in life['said'] and life['said'].endswith('train.resume=auto')
+    one_error_line((tmp_path / 'report.json.run0.life0.rank0').read_text())
