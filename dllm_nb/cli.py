@@ -4,14 +4,13 @@
 
 # %% ../nbs/10a_cli.ipynb 2
 from __future__ import annotations
-import argparse, math, os, re
+import argparse, math, os
 from typing import Callable, Optional
 import torch
 from .core import default_device
 
 # %% auto 0
-__all__ = ['LOST_PEER_EXIT', 'at_least', 'off_or_at_least', 'at_least_float', 'cli_device', 'load_error', 'debug_requested',
-           'lost_peer_line']
+__all__ = ['at_least', 'off_or_at_least', 'at_least_float', 'cli_device', 'load_error', 'debug_requested']
 
 # %% ../nbs/10a_cli.ipynb
 def at_least(lo: int) -> Callable[[str], int]:
@@ -61,13 +60,3 @@ def load_error(path, e: BaseException) -> str:
 def debug_requested(flag: bool = False) -> bool:
     "Show tracebacks instead of one-line errors: the CLI's `--debug` `flag`, or `DLLM_NB_DEBUG` set to anything but `''` or `'0'`."
     return flag or os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0')
-
-# %% ../nbs/10a_cli.ipynb
-LOST_PEER_EXIT = 4
-
-def lost_peer_line(rank: int, e: BaseException, last_checkpoint, resume: str) -> str:
-    "The one `error:` line of a rank whose collective failed because another process of the group stopped."
-    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-    first = re.sub(r'^\[[^\]]*\]\s*', '', first).split('. This is typically')[0]   # gloo's source location and advice off
-    return (f"error: rank {rank}: another process of the group stopped during a collective ({first[:200]}); last complete "
-            f"checkpoint: {last_checkpoint or 'none'}; torchrun --max-restarts=N restarts the group from it, else resume with: {resume}")

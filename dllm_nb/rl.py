@@ -19,7 +19,6 @@ from .checkpoint import (finite_checkpoints, load_checkpoint, preflight, resume_
 from .config import Config, load_config, save_config
 from .core import ConfigError, splitmix64
 from .data import TASKS, task_examples, task_reward
-from .cli import LOST_PEER_EXIT, lost_peer_line
 from .distributed import all_reduce_sum, is_dist, lost_peer
 from .eval import exact_match
 from .export import write_rl_final
@@ -30,7 +29,7 @@ from .rewards import RewardError, call_reward, load_reward
 from .modes import MODES, mode_of_model
 from .sampling import encode_prompts, progress_bar
 from .trainer import DeferredInterrupt, Interrupted, lr_factor
-from .train import list_keys
+from .train import LOST_PEER_EXIT, list_keys, lost_peer_line
 
 # %% auto 0
 __all__ = ['RL_KEYS', 'group_advantages', 'LossCounts', 'policy_loss', 'through_eos', 'Rollout', 'rollout', 'step_seed',

@@ -4,10 +4,10 @@
 
 # %% ../nbs/11_train.ipynb 2
 from __future__ import annotations
-import argparse, os, shlex, signal, sys, time
+import argparse, os, re, shlex, signal, sys, time
 from pathlib import Path
 import torch
-from .cli import LOST_PEER_EXIT, debug_requested, lost_peer_line
+from .cli import debug_requested
 from .config import ConfigError, config_help, load_config, save_config
 from .checkpoint import ResumeError, UnsafeCheckpointError, preflight, unlock_run_dir
 from .core import moved_names
@@ -18,7 +18,8 @@ from .trainer import NonFiniteError
 from .modes import get_mode
 
 # %% auto 0
-__all__ = ['ROSE_BY', 'parse_args', 'list_keys', 'resume_command', 'summarize', 'report_builtin', 'print_stdout', 'main']
+__all__ = ['ROSE_BY', 'LOST_PEER_EXIT', 'parse_args', 'list_keys', 'resume_command', 'summarize', 'report_builtin',
+           'lost_peer_line', 'print_stdout', 'main']
 
 # %% ../nbs/11_train.ipynb
 # writing final/ and its model card moved to dllm_nb.export; train imports what its run uses (export_final, write_model_card)
@@ -131,6 +132,16 @@ def _let_rank0_report(rank0: bool) -> None:
     "Under torchrun the ranks fail alike; rank 0 prints the one error line, the others give it time before they exit."
     # torchrun ends every worker once one exits; had another rank exited first, rank 0 could die before printing
     if not rank0 and int(os.environ.get('WORLD_SIZE', 1)) > 1: time.sleep(10)
+
+# %% ../nbs/11_train.ipynb
+LOST_PEER_EXIT = 4
+
+def lost_peer_line(rank: int, e: BaseException, last_checkpoint, resume: str) -> str:
+    "The one `error:` line of a rank whose collective failed because another process of the group stopped."
+    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    first = re.sub(r'^\[[^\]]*\]\s*', '', first).split('. This is typically')[0]   # gloo's source location and advice off
+    return (f"error: rank {rank}: another process of the group stopped during a collective ({first[:200]}); last complete "
+            f"checkpoint: {last_checkpoint or 'none'}; torchrun --max-restarts=N restarts the group from it, else resume with: {resume}")
 
 # %% ../nbs/11_train.ipynb
 def _disk_error(e: OSError, cfg, argv) -> str:
