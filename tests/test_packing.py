@@ -18,7 +18,7 @@ from dllm_nb.packing import first_fit_decreasing, pack_collated, padding_fractio
 from dllm_nb.stages import Batch
 
 PAD, EOS, MASK, V = 0, 1, 63, 64
-LENGTHS = [(5, 20), (3, 2), (7, 6), (2, 1), (4, 9), (0, 3), (2, 5), (3, 3)]   # (prompt, response): one long, several short, one all supervised
+LENGTHS = [(5, 20), (3, 2), (7, 6), (2, 1), (4, 9), (6, 3), (2, 5), (3, 3), (0, 13)]   # (prompt, response): one long, several short, one all supervised
 MODES = dict(mdlm=dict(collate=dict(response_fill=4), settings=dict(mask_token_id=MASK)),
              block_diffusion=dict(collate=dict(block_size=4, response_window=True),
                                   settings=dict(vocab_size=V, block_size=4, pad_token_id=PAD, self_cond_prob=0.5)),
@@ -264,10 +264,23 @@ def test_packing_keeps_sliding_window_layers(mode, family):
     assert all((gp[n] - gu[n]).abs().max() <= 1e-6 * gu[n].abs().max() + 1e-9 for n in gu), (mode, family)
 
 
+def test_two_copy_dense_and_block_masks_come_from_one_predicate():
+    "hybrid and idlm on packed rows: the dense mask is the BlockMask's own predicate on a grid, and the BlockMask skips no tile it needs."
+    import dllm_nb.hybrid as hybrid_mod, dllm_nb.idlm as idlm_mod
+    _, p = batches(DLLMCollator(PAD, EOS, **MODES['hybrid']['collate']), examples())
+    (B, W), am, d, t = p.input_ids.shape, p.attention_mask, p.doc_ids, 8
+    for dense, bm in ((hybrid_mod.hybrid_mask(W, 4, am, doc_ids=d), hybrid_mod.hybrid_block_mask(W, 4, am, BLOCK_SIZE=t, doc_ids=d)),
+                      (idlm_mod.idlm_mask(W, 2, am, doc_ids=d), idlm_mod.idlm_block_mask(W, 2, am, BLOCK_SIZE=t, doc_ids=d))):
+        assert bm.shape == (B, 1, 2 * W, 2 * W) and torch.equal(dense, masks.dense_mask(bm.mask_mod, B, 2 * W, 2 * W))
+        n = -(-2 * W // t)
+        tiles = torch.nn.functional.pad(dense, (0, n * t - 2 * W, 0, n * t - 2 * W)).view(B, 1, n, t, n, t).any(3).any(-1)
+        assert torch.equal(bm.to_dense().bool(), tiles)
+
+
 @pytest.mark.filterwarnings('ignore:flex_attention called without torch.compile')
-@pytest.mark.parametrize('mode', ['hybrid', 'idlm'])
-def test_two_copy_flex_forward_equals_dense(mode, monkeypatch):
-    "Packed `[x_t ; x_0]` rows: the Flex `BlockMask` from the one predicate gives the sdpa (dense) logits, and no dense mask is built."
+def test_two_copy_flex_forward_equals_dense(monkeypatch, mode='hybrid'):
+    """Packed `[x_t ; x_0]` rows: the Flex `BlockMask` from the one predicate gives the sdpa (dense) logits, and no dense mask is
+    built. hybrid only (idlm builds its BlockMask with the same `two_copy_documents`; one compiled shape costs ~25 CPU s here)."""
     import torch._dynamo
     import dllm_nb.hybrid as hybrid_mod, dllm_nb.idlm as idlm_mod
     cfg = tiny_config('llama', vocab_size=V, hidden_size=64, num_heads=2, num_kv_heads=1)   # head_dim 32: see test_flex.pair
