@@ -14,7 +14,7 @@ from .masks import MaskMod, bd3_mask_mod, chunked_block_mask, dense_mask
 from .loss import LossParts, count_noise, count_tokens, hybrid_loss, token_ce
 from .mdlm import masked_backbone
 from .mdlm import mdlm_attention_mask, mdlm_block_mask
-from .packing import doc_pairs, doc_positions, two_copy_documents
+from .packing import doc_pairs, doc_positions, two_copy_dense, two_copy_documents
 from .layer_masks import layer_windows
 from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, DLLMWrapper, RowLogits, hidden_as_logits
 from .registry import RUNTIME, Mode, register_mode, section_values
@@ -55,9 +55,10 @@ def hybrid_mask(seq_len: int, block_size: int, attention_mask: Optional[Tensor] 
                 doc_ids: Optional[Tensor] = None) -> Tensor:
     "Bool keep-mask `[B, 1, 2L, 2L]` (`B = 1` without `attention_mask`) for the `[x_t ; x_0]` input; packed rows with `doc_ids`."
     _check_hybrid(seq_len, block_size, attention_mask)
+    if doc_ids is not None: return two_copy_dense(mask_mod(seq_len, block_size), seq_len, doc_ids, attention_mask)   # = _hybrid_mod
     B = 1 if attention_mask is None else len(attention_mask)
     dev = None if attention_mask is None else attention_mask.device
-    return dense_mask(_hybrid_mod(mask_mod, seq_len, block_size, attention_mask, doc_ids), B, 2 * seq_len, 2 * seq_len, dev)
+    return dense_mask(mask_mod(seq_len, block_size, attention_mask), B, 2 * seq_len, 2 * seq_len, dev)
 
 # %% ../nbs/08c_hybrid.ipynb
 def hybrid_block_mask(seq_len: int, block_size: int, attention_mask: Tensor, mask_mod=hybrid_mask_mod,

@@ -18,7 +18,7 @@ from .masks import MaskMod, bd3_mask_mod, chunked_block_mask, dense_mask
 from .layer_masks import layer_windows
 from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, DLLMWrapper, RowLogits, hidden_as_logits
 from .stages import Batch, Counts, Noised, Stage
-from .packing import doc_pairs, doc_positions, two_copy_documents
+from .packing import doc_pairs, doc_positions, two_copy_dense, two_copy_documents
 from .mdlm import masked_backbone
 from .registry import RUNTIME, Mode, register_mode, section_values
 from .strategies import at_least, mask_token_problems, need_mask
@@ -56,9 +56,10 @@ def _idlm_mod(seq_len: int, block_size: int, attention_mask: Optional[Tensor], d
 def idlm_mask(seq_len: int, block_size: int = 1, attention_mask: Optional[Tensor] = None, doc_ids: Optional[Tensor] = None) -> Tensor:
     "Bool keep-mask `[B, 1, 2L, 2L]` (`B = 1` without `attention_mask`) for the `[x_t ; x_0]` input; packed rows with `doc_ids`."
     _check_idlm(seq_len, block_size, attention_mask)
+    if doc_ids is not None: return two_copy_dense(idlm_mask_mod(seq_len, block_size), seq_len, doc_ids, attention_mask)   # = _idlm_mod
     B = 1 if attention_mask is None else len(attention_mask)
     dev = None if attention_mask is None else attention_mask.device
-    return dense_mask(_idlm_mod(seq_len, block_size, attention_mask, doc_ids), B, 2 * seq_len, 2 * seq_len, dev)
+    return dense_mask(idlm_mask_mod(seq_len, block_size, attention_mask), B, 2 * seq_len, 2 * seq_len, dev)
 
 # %% ../nbs/08b_idlm.ipynb
 def idlm_block_mask(seq_len: int, block_size: int, attention_mask: Tensor, BLOCK_SIZE: int = 128,

@@ -5,6 +5,8 @@ import torch
 
 import dllm_nb.masks as masks
 import dllm_nb.mdlm as mdlm_mod
+import dllm_nb.hybrid as hybrid_mod
+import dllm_nb.idlm as idlm_mod
 import dllm_nb.packing as packing
 from dllm_nb.ar import CausalLM
 from dllm_nb.block_diffusion import BlockDiffusionLM
@@ -68,7 +70,9 @@ def _leaky(monkeypatch):
     "Document predicates that let every example see the whole row (the positive control)."
     monkeypatch.setattr(masks, 'with_documents', lambda mod, doc_ids: mod)
     monkeypatch.setattr(mdlm_mod, 'document_mask_mod', lambda doc_ids: (lambda b, h, q, kv: q >= 0))
-    monkeypatch.setattr(packing, 'document_mask_mod', lambda doc_ids: (lambda b, h, q, kv: q >= 0))   # hybrid, idlm
+    monkeypatch.setattr(packing, 'document_mask_mod', lambda doc_ids: (lambda b, h, q, kv: q >= 0))   # hybrid, idlm: the
+    whole = lambda mod, W, d, am=None: masks.dense_mask(packing.two_copy_documents(mod, W, d, am), len(d), 2 * W, 2 * W)
+    for m in (hybrid_mod, idlm_mod): monkeypatch.setattr(m, 'two_copy_dense', whole)   # predicate on every cell, leaky now
     rows = masks.packed_block_diffusion_rows
     monkeypatch.setattr(masks, 'packed_block_diffusion_rows', lambda o, *a, **k: rows(torch.zeros_like(o), *a, **k))
 
@@ -266,7 +270,6 @@ def test_packing_keeps_sliding_window_layers(mode, family):
 
 def test_two_copy_dense_and_block_masks_come_from_one_predicate():
     "hybrid and idlm on packed rows: the dense mask is the BlockMask's own predicate on a grid, and the BlockMask skips no tile it needs."
-    import dllm_nb.hybrid as hybrid_mod, dllm_nb.idlm as idlm_mod
     _, p = batches(DLLMCollator(PAD, EOS, **MODES['hybrid']['collate']), examples())
     (B, W), am, d, t = p.input_ids.shape, p.attention_mask, p.doc_ids, 8
     for dense, bm in ((hybrid_mod.hybrid_mask(W, 4, am, doc_ids=d), hybrid_mod.hybrid_block_mask(W, 4, am, BLOCK_SIZE=t, doc_ids=d)),
@@ -282,7 +285,6 @@ def test_two_copy_flex_forward_equals_dense(monkeypatch, mode='hybrid'):
     """Packed `[x_t ; x_0]` rows: the Flex `BlockMask` from the one predicate gives the sdpa (dense) logits, and no dense mask is
     built. hybrid only (idlm builds its BlockMask with the same `two_copy_documents`; one compiled shape costs ~25 CPU s here)."""
     import torch._dynamo
-    import dllm_nb.hybrid as hybrid_mod, dllm_nb.idlm as idlm_mod
     cfg = tiny_config('llama', vocab_size=V, hidden_size=64, num_heads=2, num_kv_heads=1)   # head_dim 32: see test_flex.pair
     torch.manual_seed(0)
     sdpa, flex = (WRAPPERS[mode](build_backbone(cfg, attn)).eval() for attn in ('sdpa', 'flex_attention'))
