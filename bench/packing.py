@@ -19,7 +19,8 @@ library's collator and `dllm_nb.trainer.train_step` (AdamW, clipping), after one
   where block diffusion's mask descriptions become dense masks; mdlm, ar, hybrid and idlm build theirs inside the
   wrapper's forward, so for them it is counted in forward), forward (the loss call, minus mask build), backward +
   optimizer (the rest of `train_step`).
-Modes without document masks (hybrid, idlm) refuse packing (a config error): their row says so.
+Every mode listed packs (hybrid and idlm pack their `[x_t ; x_0]` pass row for row, `02a_packing`); a mode that refuses
+packing (a config error: dflash, not in the default list) gets a row that says so.
 """
 import argparse, json, os, re, subprocess, sys, tempfile, time
 from collections import Counter

@@ -14,6 +14,7 @@ from .masks import MaskMod, bd3_mask_mod, chunked_block_mask, dense_mask
 from .loss import LossParts, count_noise, count_tokens, hybrid_loss, token_ce
 from .mdlm import masked_backbone
 from .mdlm import mdlm_attention_mask, mdlm_block_mask
+from .packing import doc_pairs, doc_positions, two_copy_dense, two_copy_documents
 from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, DLLMWrapper, RowLogits, hidden_as_logits, layer_windows
 from .registry import RUNTIME, Mode, register_mode, section_values
 from .core import row_generators
@@ -23,8 +24,8 @@ from .strategies import at_least, mask_token_problems, need_mask, runtime_proble
 
 # %% auto 0
 __all__ = ['HYBRID', 'hybrid_mask_mod', 'hybrid_mask', 'hybrid_block_mask', 'HybridOutput', 'HybridDiffusionLM', 'hybrid_nll',
-           'HybridSettings', 'HybridStrategy', 'accepted_length', 'speculative_step', 'generate_hybrid',
-           'generate_hybrid_ar', 'hybrid_likelihood', 'build_hybrid', 'sample_hybrid']
+           'HybridSettings', 'hybrid_ar_targets', 'HybridStrategy', 'accepted_length', 'speculative_step',
+           'generate_hybrid', 'generate_hybrid_ar', 'hybrid_likelihood', 'build_hybrid', 'sample_hybrid']
 
 # %% ../nbs/08c_hybrid.ipynb
 def hybrid_mask_mod(seq_len: int, block_size: int, attention_mask: Optional[Tensor] = None) -> MaskMod:
@@ -44,19 +45,27 @@ def _check_hybrid(seq_len: int, block_size: int, attention_mask: Optional[Tensor
         raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}; expected [B, seq_len={seq_len}] "
                          "(one copy, not the 2L concatenation).")
 
-def hybrid_mask(seq_len: int, block_size: int, attention_mask: Optional[Tensor] = None, mask_mod=hybrid_mask_mod) -> Tensor:
-    "Bool keep-mask `[B, 1, 2L, 2L]` (`B = 1` without `attention_mask`) for the `[x_t ; x_0]` input."
+def _hybrid_mod(mask_mod, seq_len: int, block_size: int, attention_mask: Optional[Tensor], doc_ids: Optional[Tensor]) -> MaskMod:
+    "The predicate of an unpacked batch, or of packed rows (`doc_ids [B, L]`): the same rule per example (`02a_packing`)."
+    if doc_ids is None: return mask_mod(seq_len, block_size, attention_mask)
+    return two_copy_documents(mask_mod(seq_len, block_size), seq_len, doc_ids, attention_mask)
+
+def hybrid_mask(seq_len: int, block_size: int, attention_mask: Optional[Tensor] = None, mask_mod=hybrid_mask_mod,
+                doc_ids: Optional[Tensor] = None) -> Tensor:
+    "Bool keep-mask `[B, 1, 2L, 2L]` (`B = 1` without `attention_mask`) for the `[x_t ; x_0]` input; packed rows with `doc_ids`."
     _check_hybrid(seq_len, block_size, attention_mask)
+    if doc_ids is not None: return two_copy_dense(mask_mod(seq_len, block_size), seq_len, doc_ids, attention_mask)   # = _hybrid_mod
     B = 1 if attention_mask is None else len(attention_mask)
     dev = None if attention_mask is None else attention_mask.device
     return dense_mask(mask_mod(seq_len, block_size, attention_mask), B, 2 * seq_len, 2 * seq_len, dev)
 
 # %% ../nbs/08c_hybrid.ipynb
 def hybrid_block_mask(seq_len: int, block_size: int, attention_mask: Tensor, mask_mod=hybrid_mask_mod,
-                      BLOCK_SIZE: int = 128) -> BlockMask:
+                      BLOCK_SIZE: int = 128, doc_ids: Optional[Tensor] = None) -> BlockMask:
     "FlexAttention `BlockMask` `[B, 1, 2L, 2L]` from the same predicate."
     _check_hybrid(seq_len, block_size, attention_mask)
-    return chunked_block_mask(mask_mod(seq_len, block_size, attention_mask), len(attention_mask), 2 * seq_len, 2 * seq_len,
+    mod = _hybrid_mod(mask_mod, seq_len, block_size, attention_mask, doc_ids)
+    return chunked_block_mask(mod, len(attention_mask), 2 * seq_len, 2 * seq_len,
                               device=attention_mask.device, BLOCK_SIZE=BLOCK_SIZE)
 
 # %% ../nbs/08c_hybrid.ipynb
@@ -82,23 +91,24 @@ class HybridDiffusionLM(DLLMWrapper):
 
     def settings(self) -> dict: return dict(block_size=self.block_size, mask_token_id=self.mask_token_id)
 
-    def two_copy_mask(self, L: int, attention_mask: Tensor):
-        pos = torch.arange(L, device=attention_mask.device).repeat(2)[None]     # both copies at positions 0..L-1
+    def two_copy_mask(self, L: int, attention_mask: Tensor, pos: Tensor, doc_ids: Optional[Tensor] = None):
+        "The `[x_t ; x_0]` mask in the kernel's form (`pos [B, 2L]`: what a sliding layer's band reads); packed rows with `doc_ids`."
         if self.attn_implementation == 'flex_attention':
-            return self.backbone_mask(hybrid_block_mask(L, self.block_size, attention_mask, self.mask_mod), (pos, pos))
-        return self.backbone_mask(hybrid_mask(L, self.block_size, attention_mask, self.mask_mod), (pos, pos))
+            return self.backbone_mask(hybrid_block_mask(L, self.block_size, attention_mask, self.mask_mod, doc_ids=doc_ids), (pos, pos))
+        return self.backbone_mask(hybrid_mask(L, self.block_size, attention_mask, self.mask_mod, doc_ids), (pos, pos))
 
     def forward(self, input_ids: Tensor, *, masked_indices: Tensor, attention_mask: Optional[Tensor] = None,
-                lazy_head: bool = False) -> HybridOutput:
-        "Clean `input_ids [B, L]` + the `masked_indices [B, L]` sidecar; the noisy copy is built here (the reference's contract)."
+                lazy_head: bool = False, doc_ids: Optional[Tensor] = None) -> HybridOutput:
+        "Clean `input_ids [B, L]` + the `masked_indices [B, L]` sidecar (the reference's contract); packed rows: `doc_ids [B, L]`."
         B, L = input_ids.shape
         if tuple(masked_indices.shape) != (B, L):
             raise ValueError(f"masked_indices {tuple(masked_indices.shape)} must match input_ids {(B, L)}.")
         am = torch.ones_like(input_ids) if attention_mask is None else attention_mask
         xt = torch.where(masked_indices.bool(), self.mask_token_id, input_ids)
-        pos = torch.arange(L, device=input_ids.device).repeat(2).expand(B, 2 * L)
+        pos = (torch.arange(L, device=input_ids.device).repeat(2).expand(B, 2 * L) if doc_ids is None
+               else doc_positions(doc_ids).repeat(1, 2))                      # both copies at each example's own positions
         with hidden_as_logits(self.backbone, head := self.lazy_head(lazy_head)):   # RowLogits: the loss projects its rows
-            out = self.backbone(input_ids=torch.cat([xt, input_ids], 1), attention_mask=self.two_copy_mask(L, am),
+            out = self.backbone(input_ids=torch.cat([xt, input_ids], 1), attention_mask=self.two_copy_mask(L, am, pos, doc_ids),
                                 position_ids=pos, use_cache=False).logits
         if head is not None: out = RowLogits(out, head)
         return HybridOutput(out[:, :L], causal_logits=out[:, L:])
@@ -145,6 +155,10 @@ class HybridSettings:
         return dict(section_values(cfg.hybrid), mask_token_id=mask_token_id, eps=cfg.dllm.eps, t_sampling=cfg.dllm.t_sampling)
 
 # %% ../nbs/08c_hybrid.ipynb
+def hybrid_ar_targets(b: Batch) -> Tensor:
+    "`[B, L]` the AR copy's targets (read from `[:, 1:]`): supervised tokens; in packed rows only those whose predecessor is of their example."
+    return b.loss_mask if b.doc_ids is None else b.loss_mask.bool() & doc_pairs(b.doc_ids)
+
 class HybridStrategy:
     "Blockwise late-biased masking (uniform when `block_size=None`) for a `HybridDiffusionLM`; loss = `diffusion_weight` * D + AR."
     name, Settings = 'hybrid', HybridSettings
@@ -153,6 +167,7 @@ class HybridStrategy:
     def prepare(self, batch: Batch) -> Noised:
         s = self.settings
         if s.block_size is None: return uniform_masking(batch, s.mask_token_id, s.eps, s.t_sampling)
+        if batch.doc_ids is not None: return Noised.per_example(batch, self.prepare)   # packed: each example's own draws
         gens = row_generators(batch.sample_seeds, 'corruption')
         return Noised(batch, *corrupt_blockwise(batch.input_ids, batch.loss_mask, s.mask_token_id, s.block_size, s.eps,
                                                 s.half_life_ratio, gens))
@@ -160,14 +175,15 @@ class HybridStrategy:
     def denominators(self, stages: list[Noised]) -> Counts:
         "Corrupted supervised tokens, and supervised next-token targets (positions >= 1)."
         return Counts(sum(count_noise(s.noise_mask, s.batch.loss_mask) for s in stages),
-                      sum(count_tokens(s.batch.loss_mask[:, 1:]) for s in stages))
+                      sum(count_tokens(hybrid_ar_targets(s.batch)[:, 1:]) for s in stages))
 
     def loss(self, model, stage: Noised, counts: Counts) -> LossParts:
         "One pass of the hybrid model (`08c_hybrid`): clean tokens + the `masked_indices` sidecar in, both logits out."
         b = stage.batch
-        out = model(input_ids=b.input_ids, masked_indices=stage.noise_mask, attention_mask=b.attention_mask, lazy_head=True)
+        docs = {} if b.doc_ids is None else dict(doc_ids=b.doc_ids)     # packed rows (an unpacked call stays as it was)
+        out = model(input_ids=b.input_ids, masked_indices=stage.noise_mask, attention_mask=b.attention_mask, lazy_head=True, **docs)
         return hybrid_loss(out.logits, b.input_ids, stage.noise_mask, b.loss_mask, stage.p_mask, counts.diffusion, counts.ar,
-                           self.settings.diffusion_weight, ar_logits=out.causal_logits)
+                           self.settings.diffusion_weight, ar_logits=out.causal_logits, ar_mask=hybrid_ar_targets(b))
 
 # %% ../nbs/08c_hybrid.ipynb
 def accepted_length(drafts: list[int], verified: list[int]) -> int:
@@ -253,7 +269,7 @@ def sample_hybrid(model, prompts, tokenizer=None, max_new_tokens: int = 32, bloc
     return generate_hybrid(model, prompts, max_new_tokens, tokenizer, **kw)
 
 HYBRID = register_mode(Mode('hybrid', HybridSettings, HybridStrategy, build_hybrid, sample_hybrid, model_classes=(HybridDiffusionLM,),
-                            likelihood=hybrid_likelihood,
+                            likelihood=hybrid_likelihood, packs=True,
                             collate=lambda cfg: dict(block_size=cfg.hybrid.block_size, response_fill=cfg.hybrid.response_fill),
                             second_loss='causal_loss',   # the clean copy's next-token loss
                             renamed=dict(ar_loss_alpha=('diffusion_weight', 'it weights the diffusion term: loss = w * D + AR'))))

@@ -17,6 +17,7 @@ from .loss import LossParts, count_tokens, token_ce
 from .masks import MaskMod, bd3_mask_mod, chunked_block_mask, dense_mask
 from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, DLLMWrapper, RowLogits, hidden_as_logits, layer_windows
 from .stages import Batch, Counts, Noised, Stage
+from .packing import doc_pairs, doc_positions, two_copy_dense, two_copy_documents
 from .mdlm import masked_backbone
 from .registry import RUNTIME, Mode, register_mode, section_values
 from .strategies import at_least, mask_token_problems, need_mask
@@ -46,18 +47,25 @@ def _check_idlm(seq_len: int, block_size: int, attention_mask: Optional[Tensor])
         raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}; expected [B, seq_len={seq_len}] "
                          "(one copy, not the 2L concatenation).")
 
-def idlm_mask(seq_len: int, block_size: int = 1, attention_mask: Optional[Tensor] = None) -> Tensor:
-    "Bool keep-mask `[B, 1, 2L, 2L]` (`B = 1` without `attention_mask`) for the `[x_t ; x_0]` input."
+def _idlm_mod(seq_len: int, block_size: int, attention_mask: Optional[Tensor], doc_ids: Optional[Tensor]) -> MaskMod:
+    "The predicate of an unpacked batch, or of packed rows (`doc_ids [B, L]`): the same rule per example (`02a_packing`)."
+    if doc_ids is None: return idlm_mask_mod(seq_len, block_size, attention_mask)
+    return two_copy_documents(idlm_mask_mod(seq_len, block_size), seq_len, doc_ids, attention_mask)
+
+def idlm_mask(seq_len: int, block_size: int = 1, attention_mask: Optional[Tensor] = None, doc_ids: Optional[Tensor] = None) -> Tensor:
+    "Bool keep-mask `[B, 1, 2L, 2L]` (`B = 1` without `attention_mask`) for the `[x_t ; x_0]` input; packed rows with `doc_ids`."
     _check_idlm(seq_len, block_size, attention_mask)
+    if doc_ids is not None: return two_copy_dense(idlm_mask_mod(seq_len, block_size), seq_len, doc_ids, attention_mask)   # = _idlm_mod
     B = 1 if attention_mask is None else len(attention_mask)
     dev = None if attention_mask is None else attention_mask.device
     return dense_mask(idlm_mask_mod(seq_len, block_size, attention_mask), B, 2 * seq_len, 2 * seq_len, dev)
 
 # %% ../nbs/08b_idlm.ipynb
-def idlm_block_mask(seq_len: int, block_size: int, attention_mask: Tensor, BLOCK_SIZE: int = 128) -> BlockMask:
+def idlm_block_mask(seq_len: int, block_size: int, attention_mask: Tensor, BLOCK_SIZE: int = 128,
+                    doc_ids: Optional[Tensor] = None) -> BlockMask:
     "FlexAttention `BlockMask` `[B, 1, 2L, 2L]` from the same predicate (no dense `[2L, 2L]` is built)."
     _check_idlm(seq_len, block_size, attention_mask)
-    mod = idlm_mask_mod(seq_len, block_size, attention_mask)
+    mod = _idlm_mod(seq_len, block_size, attention_mask, doc_ids)
     return chunked_block_mask(mod, len(attention_mask), 2 * seq_len, 2 * seq_len, device=attention_mask.device,
                               BLOCK_SIZE=BLOCK_SIZE)                  # a few rows at a time: small transient grid
 
@@ -77,27 +85,29 @@ class IntrospectiveDiffusionLM(DLLMWrapper):
     def settings(self) -> dict: return dict(block_size=self.block_size)
 
     def forward(self, input_ids: Tensor, noisy_input_ids: Tensor, attention_mask: Optional[Tensor] = None,
-                block_size: Optional[int] = None, lazy_head: bool = False) -> DLLMOutput:
+                block_size: Optional[int] = None, lazy_head: bool = False, doc_ids: Optional[Tensor] = None) -> DLLMOutput:
+        "Logits `[B, 2L, V]` of `[noisy_input_ids ; input_ids]` (`[B, L]` each); packed rows: `doc_ids [B, L]`, positions restarting."
         B, L = input_ids.shape
         if tuple(noisy_input_ids.shape) != (B, L):
             raise ValueError(f"noisy_input_ids {tuple(noisy_input_ids.shape)} must match input_ids {(B, L)}.")
         am = torch.ones_like(input_ids) if attention_mask is None else attention_mask
         bs = block_size or self.block_size
-        pos = torch.arange(L, device=input_ids.device).repeat(2).expand(B, 2 * L)
-        mask = self.backbone_mask(idlm_block_mask(L, bs, am) if self.attn_implementation == 'flex_attention'
-                                  else idlm_mask(L, bs, am), (pos, pos))          # sliding layers: the band on positions
+        pos = (torch.arange(L, device=input_ids.device).repeat(2).expand(B, 2 * L) if doc_ids is None
+               else doc_positions(doc_ids).repeat(1, 2))                      # both copies at each example's own positions
+        mask = self.backbone_mask(idlm_block_mask(L, bs, am, doc_ids=doc_ids) if self.attn_implementation == 'flex_attention'
+                                  else idlm_mask(L, bs, am, doc_ids), (pos, pos))          # sliding layers: the band on positions
         with hidden_as_logits(self.backbone, head := self.lazy_head(lazy_head)):   # RowLogits: the loss projects its rows
             out = self.backbone(input_ids=torch.cat([noisy_input_ids, input_ids], 1), attention_mask=mask,
                                 position_ids=pos, use_cache=False).logits
         return DLLMOutput(out if head is None else RowLogits(out, head))
 
 # %% ../nbs/08b_idlm.ipynb
-def idlm_targets(loss_mask: Tensor, attention_mask: Optional[Tensor] = None) -> Tensor:
-    "Bool `[B, L]`: token `j >= 1` is a target (of position `j-1`) when supervised and real."
+def idlm_targets(loss_mask: Tensor, attention_mask: Optional[Tensor] = None, doc_ids: Optional[Tensor] = None) -> Tensor:
+    "Bool `[B, L]`: token `j >= 1` is a target (of position `j-1`) when supervised and real (and, packed, of `j-1`'s example)."
     t = loss_mask.bool().clone()
     if attention_mask is not None: t &= attention_mask.bool()
     t[:, 0] = False
-    return t
+    return t if doc_ids is None else t & doc_pairs(doc_ids)
 
 def idlm_loss(logits: Tensor, target_ids: Tensor, targets: Tensor, num_targets, clean_loss_weight: float = 0.2,
               auto_balance: bool = False) -> LossParts:
@@ -152,8 +162,8 @@ class IDLMStrategy:
     def __init__(self, settings: IDLMSettings): self.settings = settings
 
     def prepare(self, batch: Batch) -> IDLMInput:
-        n = Noised(batch, *corrupt_all_masked(batch.input_ids, batch.loss_mask, self.settings.mask_token_id))
-        return IDLMInput(n, idlm_targets(batch.loss_mask, batch.attention_mask))
+        n = Noised(batch, *corrupt_all_masked(batch.input_ids, batch.loss_mask, self.settings.mask_token_id))   # no draws:
+        return IDLMInput(n, idlm_targets(batch.loss_mask, batch.attention_mask, batch.doc_ids))   # packed rows as they are
 
     def denominators(self, stages: list[IDLMInput]) -> Counts:
         "Local number of targets (both CE terms share it), and 0 for the unused AR count."
@@ -161,8 +171,9 @@ class IDLMStrategy:
 
     def loss(self, model, stage: IDLMInput, counts: Counts) -> LossParts:
         b, s = stage.batch, self.settings
+        docs = {} if b.doc_ids is None else dict(doc_ids=b.doc_ids)     # packed rows (an unpacked call stays as it was)
         logits = model(input_ids=b.input_ids, noisy_input_ids=stage.noised.noisy_ids, attention_mask=b.attention_mask,
-                       block_size=s.block_size, lazy_head=True).logits
+                       block_size=s.block_size, lazy_head=True, **docs).logits
         return idlm_loss(logits, b.input_ids, stage.targets, counts.diffusion, s.clean_loss_weight, s.auto_balance)
 
 # %% ../nbs/08b_idlm.ipynb
@@ -253,5 +264,5 @@ def sample_idlm(model, prompts, tokenizer=None, max_new_tokens: int = 32, block_
     return generate_idlm(model, prompts, max_new_tokens, block_size, tokenizer, **kw)
 
 IDLM = register_mode(Mode('idlm', IDLMSettings, IDLMStrategy, build_idlm, sample_idlm, model_classes=(IntrospectiveDiffusionLM,),
-                          likelihood=idlm_likelihood,
+                          likelihood=idlm_likelihood, packs=True,
                           second_loss='clean_loss'))   # CE on the clean copy (idlm.clean_loss_weight)

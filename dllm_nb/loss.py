@@ -79,13 +79,14 @@ def ar_loss(logits: Tensor, input_ids: Tensor, target_mask: Tensor, num_ar) -> L
 
 # %% ../nbs/05_loss.ipynb
 def hybrid_loss(logits: Tensor, target_ids: Tensor, noise_mask: Tensor, loss_mask: Tensor, p_mask: Tensor,
-                num_noise, num_supervised, diffusion_weight: float = 1.0, ar_logits: Tensor | None = None) -> LossParts:
-    "`diffusion_weight` * diffusion `sum CE/p` over `num_noise` + next-token CE of `ar_logits` (if given) over `num_supervised`."
+                num_noise, num_supervised, diffusion_weight: float = 1.0, ar_logits: Tensor | None = None,
+                ar_mask: Tensor | None = None) -> LossParts:
+    "`diffusion_weight` * diffusion `sum CE/p` over `num_noise` + next-token CE of `ar_logits` (if given; targets `ar_mask`, default `loss_mask`) over `num_supervised`."
     _check(logits, target_ids, noise_mask=noise_mask, loss_mask=loss_mask, p_mask=p_mask)
     sel = noise_mask.bool() & loss_mask.bool()
     dllm = diffusion_weight * (token_ce(logits, target_ids, sel) / p_mask[sel].to(torch.float32)).sum() / _denom(num_noise, logits)
     if ar_logits is None: return LossParts(dllm, dllm, None)
-    ar = ar_loss(ar_logits, target_ids, loss_mask, num_supervised).ar_loss
+    ar = ar_loss(ar_logits, target_ids, loss_mask if ar_mask is None else ar_mask, num_supervised).ar_loss
     return LossParts(dllm + ar, dllm, ar)
 
 # %% ../nbs/05_loss.ipynb

@@ -5,13 +5,15 @@
 # %% ../nbs/02a_packing.ipynb 2
 from __future__ import annotations
 from collections.abc import Mapping, Sequence
+from typing import Callable, Optional
 import torch
 from torch import Tensor
+from .masks import dense_mask, document_mask_mod
 
 # %% auto 0
 __all__ = ['PACKED_FILL', 'ROW_SLACK', 'MEGA_BATCHES', 'first_fit_decreasing', 'segment_ends', 'padding_fraction', 'pack_rows',
            'pack_collated', 'PackingCollator', 'doc_starts', 'doc_positions', 'unpack', 'pack', 'doc_pairs',
-           'length_grouped_order']
+           'two_copy_documents', 'two_copy_dense', 'length_grouped_order']
 
 # %% ../nbs/02a_packing.ipynb
 def first_fit_decreasing(lengths: Sequence[int], capacity: int) -> list[list[int]]:
@@ -122,6 +124,35 @@ def doc_pairs(doc_ids: Tensor) -> Tensor:
     same = torch.zeros_like(doc_ids, dtype=torch.bool)
     same[:, 1:] = doc_ids[:, 1:] == doc_ids[:, :-1]
     return same & (doc_ids >= 0)
+
+# %% ../nbs/02a_packing.ipynb
+def two_copy_documents(mask_mod: Callable, width: int, doc_ids: Tensor, attention_mask: Optional[Tensor] = None) -> Callable:
+    "A one-example `[x_t ; x_0]` predicate (`2 * width`, pad rule left out) on packed rows `doc_ids [B, width]`: each index at its example's own position."
+    if doc_ids.ndim != 2 or doc_ids.shape[1] != width:
+        raise ValueError(f"doc_ids has shape {tuple(doc_ids.shape)}; expected [B, {width}] (one copy, not the 2 x {width} input).")
+    W, pos, same = width, doc_positions(doc_ids), document_mask_mod(doc_ids)
+    am = torch.ones_like(doc_ids, dtype=torch.bool) if attention_mask is None else attention_mask.bool()
+    def mod(b, h, q_idx, kv_idx):
+        q, k = q_idx % W, kv_idx % W                          # the column in either copy (safe reads on padded tiles)
+        lq, lk = (q_idx >= W) * W + pos[b, q], (kv_idx >= W) * W + pos[b, k]   # the same copy, at the example's position
+        return (mask_mod(b, h, lq, lk) & same(b, h, q, k) & am[b, k]) | (kv_idx == q_idx)
+    return mod
+
+# %% ../nbs/02a_packing.ipynb
+def two_copy_dense(mask_mod: Callable, width: int, doc_ids: Tensor, attention_mask: Optional[Tensor] = None) -> Tensor:
+    "Bool `[B, 1, 2W, 2W]`: `two_copy_documents` on every cell, built example by example (rows as `pack_collated` lays them out)."
+    W, B = width, len(doc_ids)
+    if doc_ids.ndim != 2 or doc_ids.shape[1] != W:
+        raise ValueError(f"doc_ids has shape {tuple(doc_ids.shape)}; expected [B, {W}] (one copy, not the 2 x {W} input).")
+    one = dense_mask(mask_mod, 1, 2 * W, 2 * W, doc_ids.device)[0, 0]      # the rule of an example that starts at 0
+    out = torch.zeros(B, 2 * W, 2 * W, dtype=torch.bool, device=doc_ids.device)
+    for b, row in enumerate(doc_starts(doc_ids).tolist()):
+        s = [j for j, first in enumerate(row) if first] + [W]            # each run (an example, or the padding) [o, e)
+        for o, e in zip(s, s[1:]):
+            for hq in (0, W):
+                for hk in (0, W): out[b, hq + o:hq + e, hk + o:hk + e] = one[hq:hq + e - o, hk:hk + e - o]
+    if attention_mask is not None: out &= attention_mask.bool().repeat(1, 2)[:, None, :]   # pad keys
+    return (out | torch.eye(2 * W, dtype=torch.bool, device=doc_ids.device))[:, None]
 
 # %% ../nbs/02a_packing.ipynb
 MEGA_BATCHES = 50   # global batches per length-sorted pool (HF Trainer's LengthGroupedSampler uses the same 50)

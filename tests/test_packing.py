@@ -5,9 +5,14 @@ import torch
 
 import dllm_nb.masks as masks
 import dllm_nb.mdlm as mdlm_mod
+import dllm_nb.hybrid as hybrid_mod
+import dllm_nb.idlm as idlm_mod
+import dllm_nb.packing as packing
 from dllm_nb.ar import CausalLM
 from dllm_nb.block_diffusion import BlockDiffusionLM
 from dllm_nb.collate import DLLMCollator
+from dllm_nb.hybrid import HybridDiffusionLM
+from dllm_nb.idlm import IntrospectiveDiffusionLM
 from dllm_nb.mdlm import MaskedDiffusionLM
 from dllm_nb.models import build_backbone, tiny_config
 from dllm_nb.modes import get_strategy
@@ -15,11 +20,16 @@ from dllm_nb.packing import first_fit_decreasing, pack_collated, padding_fractio
 from dllm_nb.stages import Batch
 
 PAD, EOS, MASK, V = 0, 1, 63, 64
-LENGTHS = [(5, 20), (3, 2), (7, 6), (2, 1), (4, 9), (6, 3), (2, 5), (3, 3)]   # (prompt, response): one long, several short
+LENGTHS = [(5, 20), (3, 2), (7, 6), (2, 1), (4, 9), (6, 3), (2, 5), (3, 3), (0, 13)]   # (prompt, response): one long, several short, one all supervised
 MODES = dict(mdlm=dict(collate=dict(response_fill=4), settings=dict(mask_token_id=MASK)),
              block_diffusion=dict(collate=dict(block_size=4, response_window=True),
                                   settings=dict(vocab_size=V, block_size=4, pad_token_id=PAD, self_cond_prob=0.5)),
-             ar=dict(collate={}, settings={}))
+             ar=dict(collate={}, settings={}),
+             hybrid=dict(collate=dict(block_size=4, response_fill=6), settings=dict(mask_token_id=MASK, block_size=4)),
+             idlm=dict(collate={}, settings=dict(mask_token_id=MASK, vocab_size=V, block_size=2)))
+WRAPPERS = dict(mdlm=MaskedDiffusionLM, ar=CausalLM, block_diffusion=lambda bb: BlockDiffusionLM(bb, self_conditioning=True, block_size=4),
+                hybrid=lambda bb: HybridDiffusionLM(bb, block_size=4, mask_token_id=MASK),
+                idlm=lambda bb: IntrospectiveDiffusionLM(bb, block_size=2))
 
 
 def examples(seed=0):
@@ -30,9 +40,7 @@ def examples(seed=0):
 def make(mode, seed=0, attn='sdpa'):
     torch.manual_seed(seed)
     bb = build_backbone(tiny_config(vocab_size=V, hidden_size=32, num_layers=2, num_heads=2, num_kv_heads=1), attn_implementation=attn)
-    model = dict(mdlm=lambda: MaskedDiffusionLM(bb), ar=lambda: CausalLM(bb),
-                 block_diffusion=lambda: BlockDiffusionLM(bb, self_conditioning=True, block_size=4))[mode]()
-    return model.train(), get_strategy(mode, **MODES[mode]['settings']), DLLMCollator(PAD, EOS, **MODES[mode]['collate'])
+    return WRAPPERS[mode](bb).train(), get_strategy(mode, **MODES[mode]['settings']), DLLMCollator(PAD, EOS, **MODES[mode]['collate'])
 
 
 def batches(collator, exs):
@@ -62,6 +70,9 @@ def _leaky(monkeypatch):
     "Document predicates that let every example see the whole row (the positive control)."
     monkeypatch.setattr(masks, 'with_documents', lambda mod, doc_ids: mod)
     monkeypatch.setattr(mdlm_mod, 'document_mask_mod', lambda doc_ids: (lambda b, h, q, kv: q >= 0))
+    monkeypatch.setattr(packing, 'document_mask_mod', lambda doc_ids: (lambda b, h, q, kv: q >= 0))   # hybrid, idlm: the
+    whole = lambda mod, W, d, am=None: masks.dense_mask(packing.two_copy_documents(mod, W, d, am), len(d), 2 * W, 2 * W)
+    for m in (hybrid_mod, idlm_mod): monkeypatch.setattr(m, 'two_copy_dense', whole)   # predicate on every cell, leaky now
     rows = masks.packed_block_diffusion_rows
     monkeypatch.setattr(masks, 'packed_block_diffusion_rows', lambda o, *a, **k: rows(torch.zeros_like(o), *a, **k))
 
@@ -91,6 +102,13 @@ def _logits(mode, model, strategy, b):
             st = strategy.prepare(b)
             out = model(**st.model_inputs(), return_encoder_logits=True)
             return out.encoder_logits, out.logits, st.window.canvas_doc_ids
+        if mode in ('hybrid', 'idlm'):                              # both copies' logits side by side: [B, T, 2V]
+            st, T = strategy.prepare(b), b.input_ids.shape[1]
+            if mode == 'hybrid':
+                out = model(b.input_ids, masked_indices=st.noise_mask, attention_mask=b.attention_mask, doc_ids=b.doc_ids)
+                return torch.cat([out.logits, out.causal_logits], -1), None, None
+            lg = model(b.input_ids, st.noised.noisy_ids, b.attention_mask, doc_ids=b.doc_ids).logits
+            return torch.cat([lg[:, :T], lg[:, T:]], -1), None, None
         return model(input_ids=b.input_ids, attention_mask=b.attention_mask, doc_ids=b.doc_ids).logits, None, None
 
 
@@ -132,10 +150,13 @@ def tiny_cfg(tmp_path, data, **over):
     return load_config(None, o, world_size=1)
 
 
-@pytest.mark.parametrize('grouped', [False, True])
-def test_resume_is_exact_with_packing(tmp_path, grouped):
+FILL = {'mdlm': {'mdlm.response_fill': 8}, 'hybrid': {'hybrid.response_fill': 8}}   # a short EOS tail: rows are shared
+
+
+@pytest.mark.parametrize('mode,grouped', [('block_diffusion', False), ('block_diffusion', True), ('hybrid', False)])
+def test_resume_is_exact_with_packing(tmp_path, mode, grouped):
     from dllm_nb.trainer import Trainer
-    data, g = ragged_chats(tmp_path / 'chats.jsonl'), {'data.group_by_length': grouped}
+    data, g = ragged_chats(tmp_path / 'chats.jsonl'), {'data.group_by_length': grouped, 'dllm.mode': mode, **FILL.get(mode, {})}
     full = Trainer(tiny_cfg(tmp_path / 'full', data, **g), quiet=True).fit()
     first = Trainer(tiny_cfg(tmp_path / 'part', data, **g), quiet=True).fit(stop_at=4)     # "killed" after step 4
     tr = Trainer(tiny_cfg(tmp_path / 'part', data, **g, **{'train.resume': 'auto'}), quiet=True)
@@ -160,7 +181,7 @@ def test_group_by_length_groups_each_global_batch(tmp_path):
         grouped.load_state_dict(plain.state_dict())
 
 
-@pytest.mark.parametrize('mode', ['hybrid', 'idlm'])
+@pytest.mark.parametrize('mode', ['dflash'])
 def test_modes_without_document_masks_refuse_packing(mode, tmp_path):
     with pytest.raises(ConfigError, match=rf'data.packing=greedy is not available for dllm.mode={mode}.*data.group_by_length=true'):
         load_config(None, [f'dllm.mode={mode}', 'data.packing=greedy', f'output_dir={tmp_path}'], world_size=1)
@@ -170,24 +191,27 @@ def test_modes_without_document_masks_refuse_packing(mode, tmp_path):
         load_config(None, ['dllm.supervise_padding=true', 'data.packing=greedy', f'output_dir={tmp_path}'], world_size=1)
 
 
-def test_an_example_longer_than_the_row_follows_the_overlong_policy(tmp_path, caplog):
+@pytest.mark.parametrize('mode', ['block_diffusion', 'hybrid', 'idlm'])
+def test_an_example_longer_than_the_row_follows_the_overlong_policy(tmp_path, caplog, mode):
     from dllm_nb.data import load_data
+    from dllm_nb.modes import build_collator
     data = ragged_chats(tmp_path / 'chats.jsonl', long_reply=60)                       # some replies of ~120 tokens
     for policy, verb in (('drop', 'dropped'), ('truncate', 'truncated')):
-        cfg = tiny_cfg(tmp_path / policy, data, **{'data.max_len': 64, 'data.overlong': policy})
+        cfg = tiny_cfg(tmp_path / policy, data, **{'data.max_len': 64, 'data.overlong': policy, 'dllm.mode': mode})
         with caplog.at_level('WARNING'):
             tok, train, _ = load_data(cfg)
         assert f'longer than max_len=64 tokens and were {verb}' in caplog.text
         assert max(len(x) for x in train['input_ids']) <= 64
+        packed = build_collator(cfg, tok)([train[i] for i in range(16)])              # every example lands, whole, in a row
+        assert sorted(set(packed['doc_ids'].flatten().tolist()) - {-1}) == list(range(16))
     with pytest.raises(ValueError, match='example 1 has 9 tokens.*data.max_len and data.overlong'):
         first_fit_decreasing([3, 9], 8)                                               # the packer names the example
 
 
-@pytest.mark.parametrize('mode', ['block_diffusion', 'mdlm'])
+@pytest.mark.parametrize('mode', ['block_diffusion', 'mdlm', 'hybrid', 'idlm'])
 def test_validation_is_the_same_packed_or_not(tmp_path, mode):
     from dllm_nb.trainer import Trainer, validate
-    data, res = ragged_chats(tmp_path / 'chats.jsonl'), {}
-    fill = {'mdlm.response_fill': 8} if mode == 'mdlm' else {}                          # a short EOS tail: rows are shared
+    data, res, fill = ragged_chats(tmp_path / 'chats.jsonl'), {}, FILL.get(mode, {})
     for packing in ('none', 'greedy'):
         tr = Trainer(tiny_cfg(tmp_path / packing, data, **{'data.packing': packing, 'dllm.mode': mode,
                                                           'data.val_size': 16, 'train.eval_batches': 2, **fill}), quiet=True)
@@ -235,11 +259,41 @@ def _sliding_backbone(family):
 def test_packing_keeps_sliding_window_layers(mode, family):
     "The document predicate composes with the backbone's per-layer windows (03a_layer_masks): packed == unpacked on sliding layers."
     bb = _sliding_backbone(family)
-    model = dict(mdlm=lambda: MaskedDiffusionLM(bb), ar=lambda: CausalLM(bb),
-                 block_diffusion=lambda: BlockDiffusionLM(bb, self_conditioning=True, block_size=4))[mode]().train()
+    model = WRAPPERS[mode](bb).train()
     strategy, collator = get_strategy(mode, **MODES[mode]['settings']), DLLMCollator(PAD, EOS, **MODES[mode]['collate'])
     u, p = batches(collator, examples())
     lu, gu = loss_and_grads(model, strategy, u)
     lp, gp = loss_and_grads(model, strategy, p)
     assert _close(lp, lu), (mode, family, lp, lu)
     assert all((gp[n] - gu[n]).abs().max() <= 1e-6 * gu[n].abs().max() + 1e-9 for n in gu), (mode, family)
+
+
+def test_two_copy_dense_and_block_masks_come_from_one_predicate():
+    "hybrid and idlm on packed rows: the dense mask is the BlockMask's own predicate on a grid, and the BlockMask skips no tile it needs."
+    _, p = batches(DLLMCollator(PAD, EOS, **MODES['hybrid']['collate']), examples())
+    (B, W), am, d, t = p.input_ids.shape, p.attention_mask, p.doc_ids, 8
+    for dense, bm in ((hybrid_mod.hybrid_mask(W, 4, am, doc_ids=d), hybrid_mod.hybrid_block_mask(W, 4, am, BLOCK_SIZE=t, doc_ids=d)),
+                      (idlm_mod.idlm_mask(W, 2, am, doc_ids=d), idlm_mod.idlm_block_mask(W, 2, am, BLOCK_SIZE=t, doc_ids=d))):
+        assert bm.shape == (B, 1, 2 * W, 2 * W) and torch.equal(dense, masks.dense_mask(bm.mask_mod, B, 2 * W, 2 * W))
+        n = -(-2 * W // t)
+        tiles = torch.nn.functional.pad(dense, (0, n * t - 2 * W, 0, n * t - 2 * W)).view(B, 1, n, t, n, t).any(3).any(-1)
+        assert torch.equal(bm.to_dense().bool(), tiles)
+
+
+@pytest.mark.filterwarnings('ignore:flex_attention called without torch.compile')
+def test_two_copy_flex_forward_equals_dense(monkeypatch, mode='hybrid'):
+    """Packed `[x_t ; x_0]` rows: the Flex `BlockMask` from the one predicate gives the sdpa (dense) logits, and no dense mask is
+    built. hybrid only (idlm builds its BlockMask with the same `two_copy_documents`; one compiled shape costs ~25 CPU s here)."""
+    import torch._dynamo
+    cfg = tiny_config('llama', vocab_size=V, hidden_size=64, num_heads=2, num_kv_heads=1)   # head_dim 32: see test_flex.pair
+    torch.manual_seed(0)
+    sdpa, flex = (WRAPPERS[mode](build_backbone(cfg, attn)).eval() for attn in ('sdpa', 'flex_attention'))
+    flex.load_state_dict(sdpa.state_dict())
+    strategy, collator = get_strategy(mode, **MODES[mode]['settings']), DLLMCollator(PAD, EOS, **MODES[mode]['collate'])
+    _, p = batches(collator, examples())
+    want = _logits(mode, sdpa, strategy, p)[0]
+    def no_dense(*a, **k): raise AssertionError('the Flex path built a dense mask')
+    for mod, name in ((hybrid_mod, 'hybrid_mask'), (idlm_mod, 'idlm_mask'), (masks, 'dense_mask')): monkeypatch.setattr(mod, name, no_dense)
+    with torch._dynamo.config.patch(automatic_dynamic_shapes=False): got = _logits(mode, flex, strategy, p)[0]
+    keep = p.doc_ids >= 0
+    torch.testing.assert_close(got[keep], want[keep], atol=1e-5, rtol=0)

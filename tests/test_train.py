@@ -29,7 +29,8 @@ def _close(a, b, rel=1e-5, abs_=1e-7):
     return (a - b).abs().max().item() <= rel * b.abs().max().item() + abs_
 
 
-PACKED = [f'{m}_{k}' for m in ('mdlm', 'block_diffusion', 'ar') for k in ('packed', 'ragged')]
+PACKED_MODES = ('mdlm', 'block_diffusion', 'ar', 'hybrid', 'idlm')
+PACKED = [f'{m}_{k}' for m in PACKED_MODES for k in ('packed', 'ragged')]
 
 
 def test_split_invariance_across_processes(tmp_path):
@@ -42,7 +43,7 @@ def test_split_invariance_across_processes(tmp_path):
     run(TORCHRUN + [script, str(tmp_path / 'c.pt'), '2'] + modes + PACKED)
     del ENV['PACK_DATA']
     a, b, c = (torch.load(tmp_path / f'{k}.pt') for k in 'abc')
-    for m in ('mdlm', 'block_diffusion', 'ar'):                                  # packing changes no number
+    for m in PACKED_MODES:                                                       # packing changes no number
         assert a[f'{m}_packed']['num_diffusion'] == a[f'{m}_ragged']['num_diffusion'], m
         assert abs(a[f'{m}_packed']['loss'] - a[f'{m}_ragged']['loss']) <= 1e-6 * abs(a[f'{m}_ragged']['loss']), m
         assert a[f'{m}_packed']['rows'] < a[f'{m}_ragged']['rows'], m            # and several examples did share a row

@@ -20,7 +20,7 @@ def full(t):
 VARIANTS = {'bd_lora': ('block_diffusion', ['block_diffusion.corruption=mask', 'block_diffusion.shift_logits=true',
                                              'model.lora.rank=4'])}   # the adaptation recipe with LoRA adapters
 PACKED = ['data.packing=greedy', 'data.max_len=96']                    # on $PACK_DATA, a chat file of ragged lengths
-FILL = dict(mdlm=['mdlm.response_fill=8'], block_diffusion=[], ar=[])   # a short EOS tail: short chats share rows
+FILL = dict(mdlm=['mdlm.response_fill=8'], block_diffusion=[], ar=[], hybrid=['hybrid.response_fill=8'], idlm=[])   # a short EOS tail: short chats share rows
 VARIANTS.update({f'{m}_packed': (m, PACKED + FILL[m]) for m in FILL})
 VARIANTS.update({f'{m}_ragged': (m, ['data.max_len=96'] + FILL[m]) for m in FILL})   # the same, unpacked
 
