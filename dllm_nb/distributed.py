@@ -9,18 +9,17 @@ import builtins, ctypes, datetime, logging, numbers, os, re, signal, sys
 from dataclasses import dataclass, field, replace
 from typing import Iterator, Optional, Sequence
 import torch, torch.distributed as dist
-from torch import nn
+from torch import Tensor, nn
 from torch.utils.data import DataLoader, Dataset
 from fastcore.basics import patch
 from .core import default_device, sample_seeds, splitmix64
-from .packing import length_grouped_order
 
 # %% auto 0
-__all__ = ['DistInfo', 'launched_by_torchrun', 'exit_with_parent', 'elastic_store', 'init_distributed', 'cleanup', 'exit_process',
-           'is_dist', 'world_size', 'get_rank', 'is_main', 'print0', 'barrier', 'all_reduce_sum', 'all_reduce_mean',
-           'broadcast_object', 'lost_peer', 'shard_global_batch', 'MicroBatch', 'GlobalBatchSampler', 'StepBatches',
-           'step_loader', 'find_decoder_layers', 'apply_fsdp', 'wrap_model', 'set_grad_sync', 'clip_grad_norm_',
-           'full_state_dict', 'load_full_state_dict']
+__all__ = ['MEGA_BATCHES', 'DistInfo', 'launched_by_torchrun', 'exit_with_parent', 'elastic_store', 'init_distributed', 'cleanup',
+           'exit_process', 'is_dist', 'world_size', 'get_rank', 'is_main', 'print0', 'barrier', 'all_reduce_sum',
+           'all_reduce_mean', 'broadcast_object', 'lost_peer', 'shard_global_batch', 'MicroBatch',
+           'length_grouped_order', 'GlobalBatchSampler', 'StepBatches', 'step_loader', 'find_decoder_layers',
+           'apply_fsdp', 'wrap_model', 'set_grad_sync', 'clip_grad_norm_', 'full_state_dict', 'load_full_state_dict']
 
 # %% ../nbs/10_distributed.ipynb
 @dataclass(frozen=True)
@@ -178,6 +177,20 @@ class MicroBatch:
     def pin_memory(self) -> MicroBatch:
         "A copy with the collated tensors in pinned memory (the `DataLoader`'s `pin_memory=True` calls this)."
         return replace(self, collated={k: v.pin_memory() for k, v in self.collated.items()}) if self.collated else self
+
+# %% ../nbs/10_distributed.ipynb
+MEGA_BATCHES = 50   # global batches per length-sorted pool (HF Trainer's LengthGroupedSampler uses the same 50)
+
+def length_grouped_order(order: Tensor, lengths: Tensor, global_batch_size: int, generator: torch.Generator) -> Tensor:
+    "`order` regrouped: each pool of `MEGA_BATCHES` global batches sorted longest first, its global batches in a random order."
+    G, n = global_batch_size, len(order)
+    pool, out = MEGA_BATCHES * G, []
+    for s in range(0, n, pool):
+        chunk = order[s:s + pool]
+        chunk = chunk[torch.sort(lengths[chunk], descending=True, stable=True).indices]
+        batches = list(chunk.split(G))
+        out += [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
+    return torch.cat(out) if out else order
 
 # %% ../nbs/10_distributed.ipynb
 class GlobalBatchSampler:

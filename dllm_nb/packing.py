@@ -11,9 +11,9 @@ from torch import Tensor
 from .masks import dense_mask, document_mask_mod
 
 # %% auto 0
-__all__ = ['PACKED_FILL', 'ROW_SLACK', 'MEGA_BATCHES', 'first_fit_decreasing', 'segment_ends', 'padding_fraction', 'pack_rows',
-           'pack_collated', 'PackingCollator', 'doc_starts', 'doc_positions', 'unpack', 'pack', 'doc_pairs',
-           'two_copy_documents', 'two_copy_dense', 'length_grouped_order']
+__all__ = ['PACKED_FILL', 'ROW_SLACK', 'first_fit_decreasing', 'segment_ends', 'padding_fraction', 'pack_rows', 'pack_collated',
+           'PackingCollator', 'doc_starts', 'doc_positions', 'unpack', 'pack', 'doc_pairs', 'two_copy_documents',
+           'two_copy_dense']
 
 # %% ../nbs/02a_packing.ipynb
 def first_fit_decreasing(lengths: Sequence[int], capacity: int) -> list[list[int]]:
@@ -153,17 +153,3 @@ def two_copy_dense(mask_mod: Callable, width: int, doc_ids: Tensor, attention_ma
                 for hk in (0, W): out[b, hq + o:hq + e, hk + o:hk + e] = one[hq:hq + e - o, hk:hk + e - o]
     if attention_mask is not None: out &= attention_mask.bool().repeat(1, 2)[:, None, :]   # pad keys
     return (out | torch.eye(2 * W, dtype=torch.bool, device=doc_ids.device))[:, None]
-
-# %% ../nbs/02a_packing.ipynb
-MEGA_BATCHES = 50   # global batches per length-sorted pool (HF Trainer's LengthGroupedSampler uses the same 50)
-
-def length_grouped_order(order: Tensor, lengths: Tensor, global_batch_size: int, generator: torch.Generator) -> Tensor:
-    "`order` regrouped: each pool of `MEGA_BATCHES` global batches sorted longest first, its global batches in a random order."
-    G, n = global_batch_size, len(order)
-    pool, out = MEGA_BATCHES * G, []
-    for s in range(0, n, pool):
-        chunk = order[s:s + pool]
-        chunk = chunk[torch.sort(lengths[chunk], descending=True, stable=True).indices]
-        batches = list(chunk.split(G))
-        out += [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
-    return torch.cat(out) if out else order
