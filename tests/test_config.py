@@ -46,8 +46,8 @@ def test_presets_say_what_they_are():
     g = cfgs['diffusiongemma_sft']
     assert (g.dllm.mode, g.block_diffusion.block_size, g.block_diffusion.self_conditioning) == ('block_diffusion', 256, True)
     m = cfgs['mdlm_cpu']
-    assert (m.dllm.mode, m.mdlm.ar_warmup_steps, m.mdlm.shift_logits, m.mdlm.ar_loss_weight, m.mdlm.suffix_mask_prob) == \
-        ('mdlm', 600, True, 1.0, 0.75)
+    assert (m.dllm.mode, m.mdlm.ar_warmup_steps, m.mdlm.shift_logits, m.mdlm.ar_loss_weight, m.mdlm.suffix_mask_prob,
+            m.train.max_steps) == ('mdlm', 600, True, 1.0, 0.75, 2000)
     i = cfgs['idlm_cpu']
     assert (i.dllm.mode, i.idlm.block_size, i.idlm.clean_loss_weight, i.train.max_steps) == ('idlm', 1, 1.0, 1200)
 
