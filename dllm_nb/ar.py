@@ -61,8 +61,7 @@ class ARStrategy:
         return Counts(n, n)
 
     def loss(self, model, b: Batch, counts: Counts) -> LossParts:
-        docs = {} if b.doc_ids is None else dict(doc_ids=b.doc_ids)
-        logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask, lazy_head=True, **docs).logits   # RowLogits (07_models)
+        logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask, lazy_head=True, **b.doc_kw).logits   # RowLogits (07_models)
         return ar_loss(logits, b.input_ids, ar_pair_mask(b.attention_mask, b.loss_mask, b.doc_ids), counts.ar)
 
 # %% ../nbs/08f_ar.ipynb

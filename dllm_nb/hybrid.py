@@ -14,7 +14,7 @@ from .masks import MaskMod, bd3_mask_mod, chunked_block_mask, dense_mask
 from .loss import LossParts, count_noise, count_tokens, hybrid_loss, token_ce
 from .mdlm import masked_backbone
 from .mdlm import mdlm_attention_mask, mdlm_block_mask
-from .packing import doc_pairs, doc_positions, two_copy_dense, two_copy_documents
+from .packing import doc_pairs, two_copy_dense, two_copy_documents, two_copy_positions
 from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, DLLMWrapper, RowLogits, hidden_as_logits, layer_windows
 from .registry import RUNTIME, Mode, register_mode, section_values
 from .core import row_generators
@@ -105,8 +105,7 @@ class HybridDiffusionLM(DLLMWrapper):
             raise ValueError(f"masked_indices {tuple(masked_indices.shape)} must match input_ids {(B, L)}.")
         am = torch.ones_like(input_ids) if attention_mask is None else attention_mask
         xt = torch.where(masked_indices.bool(), self.mask_token_id, input_ids)
-        pos = (torch.arange(L, device=input_ids.device).repeat(2).expand(B, 2 * L) if doc_ids is None
-               else doc_positions(doc_ids).repeat(1, 2))                      # both copies at each example's own positions
+        pos = two_copy_positions(doc_ids, B, L, input_ids.device)              # packed: each example's own positions
         with hidden_as_logits(self.backbone, head := self.lazy_head(lazy_head)):   # RowLogits: the loss projects its rows
             out = self.backbone(input_ids=torch.cat([xt, input_ids], 1), attention_mask=self.two_copy_mask(L, am, pos, doc_ids),
                                 position_ids=pos, use_cache=False).logits
@@ -180,8 +179,7 @@ class HybridStrategy:
     def loss(self, model, stage: Noised, counts: Counts) -> LossParts:
         "One pass of the hybrid model (`08c_hybrid`): clean tokens + the `masked_indices` sidecar in, both logits out."
         b = stage.batch
-        docs = {} if b.doc_ids is None else dict(doc_ids=b.doc_ids)     # packed rows (an unpacked call stays as it was)
-        out = model(input_ids=b.input_ids, masked_indices=stage.noise_mask, attention_mask=b.attention_mask, lazy_head=True, **docs)
+        out = model(input_ids=b.input_ids, masked_indices=stage.noise_mask, attention_mask=b.attention_mask, lazy_head=True, **b.doc_kw)
         return hybrid_loss(out.logits, b.input_ids, stage.noise_mask, b.loss_mask, stage.p_mask, counts.diffusion, counts.ar,
                            self.settings.diffusion_weight, ar_logits=out.causal_logits, ar_mask=hybrid_ar_targets(b))
 

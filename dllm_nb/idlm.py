@@ -17,7 +17,7 @@ from .loss import LossParts, count_tokens, token_ce
 from .masks import MaskMod, bd3_mask_mod, chunked_block_mask, dense_mask
 from .models import ATTN_IMPLEMENTATIONS, DLLMOutput, DLLMWrapper, RowLogits, hidden_as_logits, layer_windows
 from .stages import Batch, Counts, Noised, Stage
-from .packing import doc_pairs, doc_positions, two_copy_dense, two_copy_documents
+from .packing import doc_pairs, two_copy_dense, two_copy_documents, two_copy_positions
 from .mdlm import masked_backbone
 from .registry import RUNTIME, Mode, register_mode, section_values
 from .strategies import at_least, mask_token_problems, need_mask
@@ -92,8 +92,7 @@ class IntrospectiveDiffusionLM(DLLMWrapper):
             raise ValueError(f"noisy_input_ids {tuple(noisy_input_ids.shape)} must match input_ids {(B, L)}.")
         am = torch.ones_like(input_ids) if attention_mask is None else attention_mask
         bs = block_size or self.block_size
-        pos = (torch.arange(L, device=input_ids.device).repeat(2).expand(B, 2 * L) if doc_ids is None
-               else doc_positions(doc_ids).repeat(1, 2))                      # both copies at each example's own positions
+        pos = two_copy_positions(doc_ids, B, L, input_ids.device)              # packed: each example's own positions
         mask = self.backbone_mask(idlm_block_mask(L, bs, am, doc_ids=doc_ids) if self.attn_implementation == 'flex_attention'
                                   else idlm_mask(L, bs, am, doc_ids), (pos, pos))          # sliding layers: the band on positions
         with hidden_as_logits(self.backbone, head := self.lazy_head(lazy_head)):   # RowLogits: the loss projects its rows
@@ -171,9 +170,8 @@ class IDLMStrategy:
 
     def loss(self, model, stage: IDLMInput, counts: Counts) -> LossParts:
         b, s = stage.batch, self.settings
-        docs = {} if b.doc_ids is None else dict(doc_ids=b.doc_ids)     # packed rows (an unpacked call stays as it was)
         logits = model(input_ids=b.input_ids, noisy_input_ids=stage.noised.noisy_ids, attention_mask=b.attention_mask,
-                       block_size=s.block_size, lazy_head=True, **docs).logits
+                       block_size=s.block_size, lazy_head=True, **b.doc_kw).logits
         return idlm_loss(logits, b.input_ids, stage.targets, counts.diffusion, s.clean_loss_weight, s.auto_balance)
 
 # %% ../nbs/08b_idlm.ipynb

@@ -128,10 +128,6 @@ class MDLMSettings:
         return dict(section_values(cfg.mdlm), mask_token_id=mask_token_id, eps=cfg.dllm.eps, t_sampling=cfg.dllm.t_sampling)
 
 # %% ../nbs/08d_mdlm.ipynb
-def _docs(b: Batch) -> dict:
-    "The model's `doc_ids` keyword for a packed batch (none for an unpacked one: the call stays as it was)."
-    return {} if b.doc_ids is None else dict(doc_ids=b.doc_ids)
-
 class MDLMStrategy:
     "Masked diffusion (MDLM / LLaDA): uniform masking, `1/p`-weighted CE; optional causal next-token warm-up phase."
     name, Settings = 'mdlm', MDLMSettings
@@ -155,13 +151,13 @@ class MDLMStrategy:
 
     def causal_loss(self, model, b: Batch, counts: Counts) -> LossParts:
         "Next-token CE of the clean batch under causal attention (the warm-up loss and the co-loss)."
-        logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask, causal=True, lazy_head=True, **_docs(b)).logits
+        logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask, causal=True, lazy_head=True, **b.doc_kw).logits
         return ar_loss(logits, b.input_ids, ar_pair_mask(b.attention_mask, b.loss_mask, b.doc_ids), counts.ar)
 
     def loss(self, model, stage: Batch | Noised, counts: Counts) -> LossParts:
         b, w = stage.batch, self.settings.ar_loss_weight
         if not isinstance(stage, Noised): return self.causal_loss(model, b, counts)
-        logits = model(input_ids=stage.noisy_ids, attention_mask=b.attention_mask, lazy_head=True, **_docs(b)).logits
+        logits = model(input_ids=stage.noisy_ids, attention_mask=b.attention_mask, lazy_head=True, **b.doc_kw).logits
         parts = mdlm_loss(logits, b.input_ids, stage.noise_mask, b.loss_mask, stage.p_mask, counts.diffusion)
         if not w: return parts
         ar = self.causal_loss(model, b, counts).ar_loss                # keeps what the warm-up learned

@@ -12,8 +12,8 @@ from .masks import dense_mask, document_mask_mod
 
 # %% auto 0
 __all__ = ['PACKED_FILL', 'ROW_SLACK', 'first_fit_decreasing', 'segment_ends', 'padding_fraction', 'pack_rows', 'pack_collated',
-           'PackingCollator', 'doc_starts', 'doc_positions', 'unpack', 'pack', 'doc_pairs', 'two_copy_documents',
-           'two_copy_dense']
+           'PackingCollator', 'doc_starts', 'doc_positions', 'unpack', 'pack', 'doc_pairs', 'two_copy_positions',
+           'two_copy_documents', 'two_copy_dense']
 
 # %% ../nbs/02a_packing.ipynb
 def first_fit_decreasing(lengths: Sequence[int], capacity: int) -> list[list[int]]:
@@ -126,10 +126,18 @@ def doc_pairs(doc_ids: Tensor) -> Tensor:
     return same & (doc_ids >= 0)
 
 # %% ../nbs/02a_packing.ipynb
-def two_copy_documents(mask_mod: Callable, width: int, doc_ids: Tensor, attention_mask: Optional[Tensor] = None) -> Callable:
-    "A one-example `[x_t ; x_0]` predicate (`2 * width`, pad rule left out) on packed rows `doc_ids [B, width]`: each index at its example's own position."
+def _check_one_copy(doc_ids: Tensor, width: int) -> None:
     if doc_ids.ndim != 2 or doc_ids.shape[1] != width:
         raise ValueError(f"doc_ids has shape {tuple(doc_ids.shape)}; expected [B, {width}] (one copy, not the 2 x {width} input).")
+
+def two_copy_positions(doc_ids: Optional[Tensor], B: int, L: int, device=None) -> Tensor:
+    "Position ids `[B, 2L]` of `[x_t ; x_0]`: both copies at `0..L-1`, or (packed rows `doc_ids [B, L]`) at each example's own positions."
+    if doc_ids is None: return torch.arange(L, device=device).repeat(2).expand(B, 2 * L)
+    return doc_positions(doc_ids).repeat(1, 2)
+
+def two_copy_documents(mask_mod: Callable, width: int, doc_ids: Tensor, attention_mask: Optional[Tensor] = None) -> Callable:
+    "A one-example `[x_t ; x_0]` predicate (`2 * width`, pad rule left out) on packed rows `doc_ids [B, width]`: each index at its example's own position."
+    _check_one_copy(doc_ids, width)
     W, pos, same = width, doc_positions(doc_ids), document_mask_mod(doc_ids)
     am = torch.ones_like(doc_ids, dtype=torch.bool) if attention_mask is None else attention_mask.bool()
     def mod(b, h, q_idx, kv_idx):
@@ -142,8 +150,7 @@ def two_copy_documents(mask_mod: Callable, width: int, doc_ids: Tensor, attentio
 def two_copy_dense(mask_mod: Callable, width: int, doc_ids: Tensor, attention_mask: Optional[Tensor] = None) -> Tensor:
     "Bool `[B, 1, 2W, 2W]`: `two_copy_documents` on every cell, built example by example (rows as `pack_collated` lays them out)."
     W, B = width, len(doc_ids)
-    if doc_ids.ndim != 2 or doc_ids.shape[1] != W:
-        raise ValueError(f"doc_ids has shape {tuple(doc_ids.shape)}; expected [B, {W}] (one copy, not the 2 x {W} input).")
+    _check_one_copy(doc_ids, W)
     one = dense_mask(mask_mod, 1, 2 * W, 2 * W, doc_ids.device)[0, 0]      # the rule of an example that starts at 0
     out = torch.zeros(B, 2 * W, 2 * W, dtype=torch.bool, device=doc_ids.device)
     for b, row in enumerate(doc_starts(doc_ids).tolist()):

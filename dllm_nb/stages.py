@@ -58,6 +58,11 @@ class Batch(Stage):
         "`[B, L]` positions restarting at every example of a packed batch; `None` unpacked (the model counts `0..L-1`)."
         return None if self.doc_ids is None else doc_positions(self.doc_ids)
 
+    @property
+    def doc_kw(self) -> dict:
+        "The model's `doc_ids` keyword for a packed batch (none for an unpacked one: the call stays as it was)."
+        return {} if self.doc_ids is None else dict(doc_ids=self.doc_ids)
+
     @classmethod
     def from_collated(cls, collated: Mapping[str, Tensor], sample_seeds, global_index=None, global_size: int | None = None,
                       step: int | None = None) -> 'Batch':
