@@ -121,8 +121,9 @@ class RLConfig:
     clip_eps_high: Optional[float] = None   # ratio clip, high side: 1 + clip_eps_high (DAPO: 0.28); null = clip_eps
     beta: float = 0.0                       # weight of the KL to the reference (k3 estimator); 0 = no reference model is held
     temperature: float = 1.0                # rollout sampling temperature (> 0)
-    estimator: Literal['mean_field', 'coupled', 'mc_elbo'] = 'mean_field'  # completion log-prob estimate (04_corruption; exact for ar)
+    estimator: Literal['mean_field', 'coupled', 'mc_elbo', 'trace'] = 'mean_field'  # completion log-prob estimate (04_corruption; mdlm's trace: 16_rl; exact for ar)
     mc_samples: int = 2                     # masks per mc_elbo estimate
+    trace_states: int = 4                   # trace: denoising states replayed per completion and update (0 = every state)
     prompt_mask_p: float = 0.0              # mdlm: each prompt token hidden w.p. p in every likelihood pass (d1: 0.15)
     max_new_tokens: Optional[int] = None    # rollout canvas; null = the policy's own (its final/dllm_config.json)
     steps: Optional[int] = None             # rollout denoising steps (mdlm: in all; block_diffusion: per block); null = one per token
@@ -433,7 +434,7 @@ def _train_problems(t: TrainConfig, world_size: int) -> list[str]:
 # %% ../nbs/09a_config.ipynb
 def _rl_problems(r: RLConfig) -> list[str]:
     p = [f"rl.{k}={getattr(r, k)} must be >= {lo}" for k, lo in
-         (('group_size', 2), ('prompts_per_step', 1), ('inner_steps', 1), ('mc_samples', 1), ('eval_n', 0)) if getattr(r, k) < lo]
+         (('group_size', 2), ('prompts_per_step', 1), ('inner_steps', 1), ('mc_samples', 1), ('trace_states', 0), ('eval_n', 0)) if getattr(r, k) < lo]
     p += [f"rl.{k}={getattr(r, k)} must be >= 1 (or null)" for k in ('max_new_tokens', 'steps') if getattr(r, k) is not None and getattr(r, k) < 1]
     if not 0 < r.clip_eps < 1: p.append(f"rl.clip_eps={r.clip_eps} must be in (0, 1)")
     if r.clip_eps_high is not None and r.clip_eps_high <= 0: p.append(f"rl.clip_eps_high={r.clip_eps_high} must be > 0 (or null)")

@@ -26,8 +26,8 @@ from .strategies import at_least, mask_token_problems, need_mask, runtime_proble
 # %% auto 0
 __all__ = ['MDLM', 'masked_backbone', 'mdlm_attention_mask', 'mdlm_mask_mod', 'mdlm_block_mask', 'MaskedDiffusionLM',
            'MDLMSettings', 'MDLMStrategy', 'mdlm_canvas', 'mdlm_unmask', 'generate_mdlm', 'MDLMCache',
-           'generate_mdlm_cached', 'mdlm_completion_logprobs', 'mdlm_nll_bound', 'mdlm_likelihood',
-           'mdlm_loglikelihood', 'mdlm_likelihood_kind', 'build_mdlm', 'sample_mdlm']
+           'generate_mdlm_cached', 'mdlm_completion_logprobs', 'trace_states', 'mdlm_trace_logprobs', 'mdlm_nll_bound',
+           'mdlm_likelihood', 'mdlm_loglikelihood', 'mdlm_likelihood_kind', 'build_mdlm', 'sample_mdlm']
 
 # %% ../nbs/08d_mdlm.ipynb
 def masked_backbone(cfg, tokenizer, backbone, verbose: bool = True) -> int:
@@ -287,9 +287,11 @@ def generate_mdlm_cached(model: MaskedDiffusionLM, prompts: Prompts, gen_length:
 # %% ../nbs/08d_mdlm.ipynb
 def mdlm_completion_logprobs(model: nn.Module, prompt_ids, completion_ids, estimator: str = 'mean_field', seeds=None,
                              tokenizer=None, canvas_len: Optional[int] = None, n_samples: int = 2,
-                             prompt_mask_p: float = 0.0, mask_token_id: Optional[int] = None, **_) -> Tensor:
+                             prompt_mask_p: float = 0.0, mask_token_id: Optional[int] = None, canvas: Optional[Tensor] = None,
+                             order: Optional[Tensor] = None, trace_states: int = 4, **_) -> Tensor:
     "Per-token log-prob estimates `[B, L]` of `completion_ids` after `prompt_ids` (L: the longest completion; 0 past each)."
     mask_id, eos = token_id(mask_token_id, tokenizer, 'mask_token_id'), token_id(None, tokenizer, 'eos_token_id')
+    if estimator == 'trace': return mdlm_trace_logprobs(model, prompt_ids, completion_ids, canvas, order, mask_id, trace_states, seeds)
     B, L, device = len(prompt_ids), max(map(len, completion_ids)), model_device(model)
     G = max(canvas_len or 0, L)
     x, _ = right_pad([list(p) + list(c) + [eos] * (G - len(c)) for p, c in zip(prompt_ids, completion_ids)], eos, device=device)
@@ -304,6 +306,37 @@ def mdlm_completion_logprobs(model: nn.Module, prompt_ids, completion_ids, estim
         lp = logits.gather(1, cols[..., None].expand(-1, -1, logits.shape[-1])).log_softmax(-1).gather(-1, target[..., None])[..., 0]
         out = out + w[:, None] * noised.gather(1, cols) * lp
     return out[:, :L] * (torch.arange(L, device=device)[None] < torch.tensor([len(c) for c in completion_ids], device=device)[:, None])
+
+# %% ../nbs/08d_mdlm.ipynb
+def trace_states(order: Tensor, lengths: Tensor, n_states: int, seeds) -> tuple[Tensor, Tensor, Tensor]:
+    "`(row, step, weight)` `[N]`: the states to replay, each completion's every step or `n_states` of them drawn from its own seed (weight S / m)."
+    rows, steps, wts = [], [], []
+    for b, g in enumerate(row_generators(row_seeds(seeds, len(order)), 'likelihood')):
+        s = order[b, :lengths[b]].unique()                                   # the steps that revealed this completion
+        m = len(s) if not n_states else min(n_states, len(s))
+        pick = s[torch.randperm(len(s), generator=g)[:m].sort().values] if m < len(s) else s
+        rows += [b] * m; steps.append(pick); wts += [len(s) / m] * m
+    return torch.tensor(rows, dtype=torch.long), torch.cat(steps), torch.tensor(wts)
+
+def mdlm_trace_logprobs(model: nn.Module, prompt_ids, completion_ids, canvas: Tensor, order: Tensor, mask_id: int,
+                        n_states: int = 4, seeds=None) -> Tensor:
+    "`[B, L]`: each completion token's log-prob in the state the sampler revealed it in (every later position masked again)."
+    if canvas is None or order is None:
+        raise ValueError("estimator='trace' replays the sampler's steps: pass the rollout's `canvas` and `order` (reveal_order)")
+    B, L, device = len(prompt_ids), max(map(len, completion_ids)), model_device(model)
+    canvas, order, G = canvas.to(device), order.to(device), canvas.shape[1]
+    x, _ = right_pad([list(p) + c for p, c in zip(prompt_ids, canvas.tolist())], mask_id, device=device)
+    P = torch.tensor([len(p) for p in prompt_ids], device=device)
+    cols, am = P[:, None] + torch.arange(G, device=device), (torch.arange(x.shape[1], device=device)[None] < (P + G)[:, None]).long()
+    lengths = torch.tensor([len(c) for c in completion_ids], device=device)
+    rows, steps, w = (t.to(device) for t in trace_states(order, lengths, n_states, seeds))
+    hide = order[rows] >= steps[:, None]                                     # [N, G] masked in that state
+    xs = x[rows].scatter(1, cols[rows], torch.where(hide, mask_id, canvas[rows]))
+    logits = _mdlm_forward(model)(xs, am[rows])
+    lp = logits.gather(1, cols[rows, :, None].expand(-1, -1, logits.shape[-1])).log_softmax(-1).gather(-1, canvas[rows, :, None])[..., 0]
+    scored = (order[rows] == steps[:, None]) & (torch.arange(G, device=device)[None] < lengths[rows, None])
+    out = torch.zeros(B, G, device=device, dtype=lp.dtype).index_add(0, rows, w[:, None].to(lp.dtype) * scored * lp)
+    return out[:, :L]
 
 # %% ../nbs/08d_mdlm.ipynb
 def _rand_on(mask: Tensor, gens) -> Tensor:

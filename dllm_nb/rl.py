@@ -27,7 +27,7 @@ from .metrics import MetricsLogger, plot_rewards, read_metrics, trim_metrics
 from .models import DLLM_CONFIG_NAME
 from .rewards import RewardError, call_reward, load_reward
 from .modes import MODES, mode_of_model
-from .sampling import encode_prompts, progress_bar
+from .sampling import encode_prompts, progress_bar, reveal_order
 from .trainer import DeferredInterrupt, Interrupted, lr_factor
 from .train import LOST_PEER_EXIT, list_keys, lost_peer_line
 
@@ -83,23 +83,26 @@ class Rollout:
     "One rollout batch: `G` consecutive completions per prompt, their rewards, accuracy and group advantages."
     prompts: list[str]; answers: list; prompt_ids: list[list[int]]; completion_ids: list[list[int]]; texts: list[str]
     rewards: Tensor; correct: Tensor; advantages: Tensor; seeds: list[int]
+    canvas: Optional[Tensor] = None   # [B, G] the sampled canvas and the step that revealed each position (`rl.estimator=trace`)
+    order: Optional[Tensor] = None
 
 def rollout(policy: nn.Module, tokenizer, rows: list[dict], group_size: int, reward: Callable, seeds: list[int],
             max_new_tokens: int, temperature: float, task: str, spec: str = 'task', scale_rewards: bool = True,
-            **sample_kw) -> Rollout:
+            trace: bool = False, **sample_kw) -> Rollout:
     "Sample `group_size` completions for each of `rows` (`dict(prompt, answer)`) with the policy's own sampler, and score them."
     mode, eos = mode_of_model(policy), tokenizer.eos_token_id
     prompts = [r['prompt'] for r in rows for _ in range(group_size)]
     answers = [r.get('answer') for r in rows for _ in range(group_size)]
     prompt_ids = encode_prompts(prompts, tokenizer)
     with torch.no_grad():
-        out = mode.sample(policy, prompt_ids, tokenizer, max_new_tokens, temperature=temperature, seeds=seeds, **sample_kw)
+        out = mode.sample(policy, prompt_ids, tokenizer, max_new_tokens, temperature=temperature, seeds=seeds,
+                          **(dict(return_trajectory=True) if trace else {}), **sample_kw)
     comps = [through_eos(r, eos) for r in out.canvas]
     texts = [tokenizer.decode(c, skip_special_tokens=True) for c in comps]
     rewards = torch.tensor([call_reward(reward, p, t, a, spec) for p, t, a in zip(prompts, texts, answers)])
     correct = rewards == 1.0 if spec == 'task' else torch.tensor([task_reward(task, p, t, a) == 1.0 for p, t, a in zip(prompts, texts, answers)])
-    return Rollout(prompts, answers, prompt_ids, comps, texts, rewards, correct,
-                   group_advantages(rewards, group_size, scale_rewards), list(seeds))
+    return Rollout(prompts, answers, prompt_ids, comps, texts, rewards, correct, group_advantages(rewards, group_size, scale_rewards),
+                   list(seeds), *((out.canvas, reveal_order(out.trajectory)) if trace else ()))
 
 # %% ../nbs/16_rl.ipynb
 def step_seed(seed: int, step: int, *parts: int) -> int:
@@ -161,6 +164,9 @@ class RLTrainer:
         torch.manual_seed(cfg.seed)
         self.policy, self.tok = load_checkpoint(self.r.init)
         self.mode = mode_of_model(self.policy)
+        if self.r.estimator == 'trace' and 'order' not in inspect.signature(self.mode.completion_logprobs or (lambda: 0)).parameters:
+            raise ConfigError([f"rl.estimator=trace replays the sampler's denoising steps, which only mdlm records; {self.mode.name}: "
+                               "use mean_field, coupled or mc_elbo (ar's log-probs are exact with any of them)"])
         if self.mode.completion_logprobs is None:
             raise ConfigError([f"rl.init={self.r.init!r} is a {self.mode.name} policy, which has no completion log-probs for RL; "
                                f"modes with RL: {', '.join(rl_modes())}"])
@@ -197,7 +203,8 @@ def logprobs(self: RLTrainer, model: nn.Module, ro: Rollout, rows: slice, seed_i
     lp = self.mode.completion_logprobs(model, ro.prompt_ids[rows], ro.completion_ids[rows], estimator=self.r.estimator,
                                        seeds=seeds, tokenizer=self.tok, block_size=self.block_size,
                                        canvas_len=self.max_new_tokens, n_samples=self.r.mc_samples,
-                                       prompt_mask_p=self.r.prompt_mask_p)
+                                       prompt_mask_p=self.r.prompt_mask_p, trace_states=self.r.trace_states,
+                                       **({} if ro.order is None else dict(canvas=ro.canvas[rows], order=ro.order[rows])))
     return F.pad(lp, (0, max(map(len, ro.completion_ids)) - lp.shape[1]))   # [b, L] of the whole rollout
 
 @patch
@@ -215,7 +222,7 @@ def step(self: RLTrainer, k: int) -> dict:
     seeds = [step_seed(self.cfg.seed, k, i, g) for i in idx for g in range(r.group_size)]
     self.policy.eval()
     ro = rollout(self.policy, self.tok, [self.rows[i] for i in idx], r.group_size, self.reward, seeds, self.max_new_tokens,
-                 r.temperature, r.task, r.reward, r.scale_rewards, **self.sample_kw, **self.cache_kw)
+                 r.temperature, r.task, r.reward, r.scale_rewards, r.estimator == 'trace', **self.sample_kw, **self.cache_kw)
     t1 = time.perf_counter()
     n, L = len(ro.completion_ids), max(map(len, ro.completion_ids))
     valid = torch.arange(L)[None] < torch.tensor([len(c) for c in ro.completion_ids])[:, None]

@@ -20,8 +20,9 @@ from .core import moved_names
 # %% auto 0
 __all__ = ['Prompts', 'STATES', 'NOISE', 'NEW', 'STABLE', 'ABSENT', 'SKINNY_MAX_ROWS', 'STATE_COLORS', 'encode_prompts',
            'row_seeds', 'block_generators', 'right_pad', 'predict_tokens', 'transfer_schedule', 'select_transfer',
-           'Trajectory', 'GenerationOutput', 'TrajectoryRecorder', 'cut_at_eos', 'model_device', 'token_id',
-           'skinny_linear', 'skinny_applies', 'skinny_linears', 'KVBuffer', 'progress_bar', 'plot_trajectory']
+           'Trajectory', 'GenerationOutput', 'TrajectoryRecorder', 'reveal_order', 'cut_at_eos', 'model_device',
+           'token_id', 'skinny_linear', 'skinny_applies', 'skinny_linears', 'KVBuffer', 'progress_bar',
+           'plot_trajectory']
 
 # %% ../nbs/07b_sampling.ipynb
 __getattr__ = moved_names(__name__, dict(CachedContext='block_diffusion', ReencodeContext='block_diffusion'))   # block diffusion's own contexts
@@ -133,6 +134,12 @@ class TrajectoryRecorder:
         "The recorded `Trajectory` (every snapshot stacked), or None when recording is off."
         if not self.on: return None
         return Trajectory(torch.stack([f[0] for f in self.frames]), torch.stack([f[1] for f in self.frames]))
+
+# %% ../nbs/07b_sampling.ipynb
+def reveal_order(trajectory: Trajectory) -> Tensor:
+    "`[B, G]` the sampler step that revealed each canvas position (1 = the first step); `N + 1` where it never did (sampling stopped at EOS first)."
+    shown = trajectory.state != NOISE                                        # [N + 1, B, G]; frame 0 is the all-masked start
+    return torch.where(shown.any(0), shown.float().argmax(0), torch.full_like(shown[0], shown.shape[0], dtype=torch.long))
 
 # %% ../nbs/07b_sampling.ipynb
 def cut_at_eos(row: Tensor | Sequence[int], eos_token_id: Optional[int]) -> list[int]:

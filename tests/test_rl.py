@@ -125,6 +125,16 @@ def test_sampler_cache_needs_a_cached_sampler(work):
     assert not (work / 'rl_bd_cache' / 'metrics.jsonl').exists()
 
 
+def test_trace_estimator(work):
+    "rl.estimator=trace: an mdlm policy trains on replayed sampler states; a block_diffusion policy is refused, one line, exit 2."
+    init = make_init(work, 'mdlm')
+    run(rl_args(init, work / 'rl_trace', 'rl.estimator=trace', 'rl.trace_states=2', 'train.max_steps=1'), work)
+    assert not torch.equal(final_weights(work / 'rl_trace' / 'final'), final_weights(init))
+    p = run(rl_args(make_init(work, 'block_diffusion'), work / 'rl_bd_trace', 'rl.estimator=trace'), work, check=False)
+    assert p.returncode == 2 and "rl.estimator=trace replays the sampler's denoising steps, which only mdlm records" in p.stderr, p.stderr[-2000:]
+    assert not (work / 'rl_bd_trace' / 'metrics.jsonl').exists()
+
+
 @pytest.mark.parametrize('reward, says', [('no_such_mod:f', 'cannot be loaded'), ('rl_test_reward:nope', 'cannot be loaded'),
                                           ('rl_test_reward', "use 'task', 'shaped' or 'package.module:function'")])
 def test_bad_reward_is_one_line(work, reward, says, capsys, monkeypatch):
