@@ -22,13 +22,17 @@ the mode's own `<mode>.block_size`, one step per token (I-DLM: `block_size` draf
 answers. `--all-presets` trains every mode with its own preset (`PRESETS`) instead of `--config`, one table for all.
 Extra `key=value` arguments override the config (e.g. `train.lr=1e-3`); `--modes` runs a subset, e.g.
 `--modes block_diffusion block_diffusion.scored_blocks=one` for the reference's one-scored-block objective; `--json FILE` appends
-one line per run.
+one line per run (`val`: the last validation loss, `val_dllm`: its diffusion term). `--nproc-per-node 2` trains each run under
+`torchrun -m dllm_nb.train` instead (CPU s: every rank's) and scores its `final/` here the same way.
 """
-import argparse, json, statistics, time
+import argparse, json, os, statistics, subprocess, sys, time
+from pathlib import Path
 
-from common import TASKS, one_thread
+from common import TASKS, child_cpu_s, one_thread
+from dllm_nb.checkpoint import load_checkpoint
 from dllm_nb.config import load_config
 from dllm_nb.eval import exact_match, sampler_settings
+from dllm_nb.metrics import read_metrics
 from dllm_nb.trainer import Trainer
 
 MODES = ('mdlm', 'hybrid', 'block_diffusion', 'idlm', 'autoregressive')
@@ -52,18 +56,40 @@ def mode_config(args, mode, extra):
 
 
 def run_one(args, mode, seed, extra):
-    "Train `mode` with `seed`; returns `dict(mode, seed, val, seconds, steps, addition, reverse)`."
+    "Train `mode` with `seed`; returns `dict(mode, seed, val, val_dllm, seconds, steps, addition, reverse)` (val: the whole validation loss, val_dllm: its diffusion term)."
     tic = time.process_time()
     path, extra = mode_config(args, mode, extra)
-    cfg = load_config(path, [f'dllm.mode={dllm_mode(mode)}', f'output_dir={args.output_dir}/{mode}-s{seed}', f'seed={seed}',
-                             *extra], world_size=1)
+    over = [f'dllm.mode={dllm_mode(mode)}', f'output_dir={args.output_dir}/{mode}-s{seed}', f'seed={seed}', *extra]
+    if args.nproc_per_node > 1: return run_torchrun(args, mode, seed, path, over)
+    cfg = load_config(path, over, world_size=1)
     tr = Trainer(cfg, quiet=True)
     records = tr.fit()
-    vals = [r['val_loss'] for r in records if 'val_loss' in r]
-    val = vals[-1] if vals else float('nan')
+    vals = [r for r in records if 'val_loss' in r]
+    val, val_dllm = (vals[-1]['val_loss'], vals[-1]['val_dllm_loss']) if vals else (float('nan'), float('nan'))
     acc = accuracy(tr.model.eval(), tr.tokenizer, args.n, sampler_settings(cfg))   # ar: HF generate (greedy, KV cache)
     if mode == 'hybrid': acc['speculation'] = speculation_stats(tr.model, tr.tokenizer)
-    return dict(mode=mode, seed=seed, val=val, seconds=time.process_time() - tic, steps=cfg.train.max_steps, config=path, **acc)
+    return dict(mode=mode, seed=seed, val=val, val_dllm=val_dllm, seconds=time.process_time() - tic, steps=cfg.train.max_steps, config=path, **acc)
+
+
+def run_torchrun(args, mode, seed, path, over):
+    "The same run as `torchrun --nproc_per_node=N -m dllm_nb.train` (the CLI's own end-of-run report skipped), scored here on its `final/`."
+    cfg = load_config(path, over, world_size=args.nproc_per_node)
+    out = Path(cfg.output_dir)
+    cmd = [sys.executable, '-m', 'torch.distributed.run', f'--nproc_per_node={args.nproc_per_node}', '-m', 'dllm_nb.train', *(['--config', path] if path else []),
+           '--eval-n', '0', *over, 'train.overwrite=true']
+    tic = child_cpu_s()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.parent / f'{out.name}.log', 'w') as log:
+        if subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, OMP_NUM_THREADS='1')).returncode:
+            raise SystemExit(f"{' '.join(cmd)} failed: see {log.name}")
+    seconds = child_cpu_s() - tic                                         # every rank's CPU time, as a run costs
+    vals = [r for r in read_metrics(out) if 'val_loss' in r]
+    model, tok = load_checkpoint(out / 'final')
+    tic = time.process_time()
+    acc = accuracy(model.eval(), tok, args.n, sampler_settings(cfg))
+    return dict(mode=mode, seed=seed, val=vals[-1]['val_loss'], val_dllm=vals[-1]['val_dllm_loss'],
+                seconds=seconds + time.process_time() - tic, steps=cfg.train.max_steps, config=path,
+                nproc=args.nproc_per_node, **acc)
 
 
 def speculation_stats(model, tok, n: int = 20, max_new: int = 40) -> dict:
@@ -108,6 +134,8 @@ def main():
     ap.add_argument('--seeds', type=int, default=3, help='seeds per mode (seed, seed+1, ...): the table gives median and worst')
     ap.add_argument('--first-seed', type=int, default=0)
     ap.add_argument('--output-dir', default='runs/learns')
+    ap.add_argument('--nproc-per-node', type=int, default=1,
+                    help='train each run under `torchrun --nproc_per_node=N -m dllm_nb.train` (CPU s: all ranks), then score its final/')
     ap.add_argument('--json', default=None, help='also append one JSON line per run to this file')
     ap.add_argument('--modes', default=','.join(MODES),
                     help='comma-separated subset, e.g. block_diffusion (with block_diffusion.scored_blocks=one for the reference)')
@@ -120,7 +148,7 @@ def main():
         if mode not in MODES: raise SystemExit(f'unknown mode {mode!r}; use a comma-separated subset of {",".join(MODES)}')
     for mode in modes:   # every mode's config is checked before any training (a key of another mode's section is an error)
         path, over = mode_config(args, mode, extra)
-        load_config(path, [f"dllm.mode={dllm_mode(mode)}", *over], world_size=1)
+        load_config(path, [f"dllm.mode={dllm_mode(mode)}", *over], world_size=args.nproc_per_node)
     rows = []
     for mode in modes:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
