@@ -164,12 +164,12 @@ class RLTrainer:
         torch.manual_seed(cfg.seed)
         self.policy, self.tok = load_checkpoint(self.r.init)
         self.mode = mode_of_model(self.policy)
-        if self.r.estimator == 'trace' and 'order' not in inspect.signature(self.mode.completion_logprobs or (lambda: 0)).parameters:
-            raise ConfigError([f"rl.estimator=trace replays the sampler's denoising steps, which only mdlm records; {self.mode.name}: "
-                               "use mean_field, coupled or mc_elbo (ar's log-probs are exact with any of them)"])
         if self.mode.completion_logprobs is None:
             raise ConfigError([f"rl.init={self.r.init!r} is a {self.mode.name} policy, which has no completion log-probs for RL; "
                                f"modes with RL: {', '.join(rl_modes())}"])
+        if self.r.estimator == 'trace' and 'order' not in inspect.signature(self.mode.completion_logprobs).parameters:
+            raise ConfigError([f"rl.estimator=trace replays the sampler's denoising steps, which only mdlm records; {self.mode.name}: "
+                               "use mean_field, coupled or mc_elbo (ar's log-probs are exact with any of them)"])
         if hasattr(self.policy, 'lora'):                                 # LoRA: train the adapters (and the wrapper's own modules)
             for n, p in self.policy.backbone.named_parameters(): p.requires_grad_('lora_' in n)
         self.reference = Reference(self.policy, self.r.beta)
