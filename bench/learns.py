@@ -55,6 +55,12 @@ def mode_config(args, mode, extra):
     return path, ([f'train.max_steps={steps}'] if steps and not args.max_steps else []) + list(extra)
 
 
+def last_val(records) -> dict:
+    "`dict(val, val_dllm)`: the last validation loss of a run's records and its diffusion term (NaN without validation)."
+    vals = [r for r in records if 'val_loss' in r]
+    return dict(val=vals[-1]['val_loss'], val_dllm=vals[-1]['val_dllm_loss']) if vals else dict(val=float('nan'), val_dllm=float('nan'))
+
+
 def run_one(args, mode, seed, extra):
     "Train `mode` with `seed`; returns `dict(mode, seed, val, val_dllm, seconds, steps, addition, reverse)` (val: the whole validation loss, val_dllm: its diffusion term)."
     tic = time.process_time()
@@ -64,11 +70,9 @@ def run_one(args, mode, seed, extra):
     cfg = load_config(path, over, world_size=1)
     tr = Trainer(cfg, quiet=True)
     records = tr.fit()
-    vals = [r for r in records if 'val_loss' in r]
-    val, val_dllm = (vals[-1]['val_loss'], vals[-1]['val_dllm_loss']) if vals else (float('nan'), float('nan'))
     acc = accuracy(tr.model.eval(), tr.tokenizer, args.n, sampler_settings(cfg))   # ar: HF generate (greedy, KV cache)
     if mode == 'hybrid': acc['speculation'] = speculation_stats(tr.model, tr.tokenizer)
-    return dict(mode=mode, seed=seed, val=val, val_dllm=val_dllm, seconds=time.process_time() - tic, steps=cfg.train.max_steps, config=path, **acc)
+    return dict(mode=mode, seed=seed, **last_val(records), seconds=time.process_time() - tic, steps=cfg.train.max_steps, config=path, **acc)
 
 
 def run_torchrun(args, mode, seed, path, over):
@@ -83,11 +87,10 @@ def run_torchrun(args, mode, seed, path, over):
         if subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, OMP_NUM_THREADS='1')).returncode:
             raise SystemExit(f"{' '.join(cmd)} failed: see {log.name}")
     seconds = child_cpu_s() - tic                                         # every rank's CPU time, as a run costs
-    vals = [r for r in read_metrics(out) if 'val_loss' in r]
     model, tok = load_checkpoint(out / 'final')
     tic = time.process_time()
     acc = accuracy(model.eval(), tok, args.n, sampler_settings(cfg))
-    return dict(mode=mode, seed=seed, val=vals[-1]['val_loss'], val_dllm=vals[-1]['val_dllm_loss'],
+    return dict(mode=mode, seed=seed, **last_val(read_metrics(out)),
                 seconds=seconds + time.process_time() - tic, steps=cfg.train.max_steps, config=path,
                 nproc=args.nproc_per_node, **acc)
 

@@ -26,8 +26,9 @@ from .strategies import at_least, mask_token_problems, need_mask, runtime_proble
 # %% auto 0
 __all__ = ['MDLM', 'masked_backbone', 'mdlm_attention_mask', 'mdlm_mask_mod', 'mdlm_block_mask', 'MaskedDiffusionLM',
            'MDLMSettings', 'MDLMStrategy', 'mdlm_canvas', 'mdlm_unmask', 'generate_mdlm', 'MDLMCache',
-           'generate_mdlm_cached', 'mdlm_completion_logprobs', 'trace_states', 'mdlm_trace_logprobs', 'mdlm_nll_bound',
-           'mdlm_likelihood', 'mdlm_loglikelihood', 'mdlm_likelihood_kind', 'build_mdlm', 'sample_mdlm']
+           'generate_mdlm_cached', 'completion_layout', 'logprobs_at', 'mdlm_completion_logprobs', 'trace_states',
+           'mdlm_trace_logprobs', 'mdlm_nll_bound', 'mdlm_likelihood', 'mdlm_loglikelihood', 'mdlm_likelihood_kind',
+           'build_mdlm', 'sample_mdlm']
 
 # %% ../nbs/08d_mdlm.ipynb
 def masked_backbone(cfg, tokenizer, backbone, verbose: bool = True) -> int:
@@ -285,6 +286,17 @@ def generate_mdlm_cached(model: MaskedDiffusionLM, prompts: Prompts, gen_length:
                        token_id(eos_token_id, tokenizer, 'eos_token_id', required=False), seeds, return_trajectory)
 
 # %% ../nbs/08d_mdlm.ipynb
+def completion_layout(prompt_ids, canvases: list, pad_id: int, device=None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    "`(x [B, T], P [B], cols [B, G], am [B, T])`: each prompt followed by its `G`-token canvas, right-padded; `cols`: the canvas columns."
+    x, _ = right_pad([list(p) + list(c) for p, c in zip(prompt_ids, canvases)], pad_id, device=device)
+    P, G = torch.tensor([len(p) for p in prompt_ids], device=device), len(canvases[0])
+    am = (torch.arange(x.shape[1], device=device)[None] < (P + G)[:, None]).long()
+    return x, P, P[:, None] + torch.arange(G, device=device), am
+
+def logprobs_at(logits: Tensor, cols: Tensor, target: Tensor) -> Tensor:
+    "`[B, G]` log-softmax of `logits [B, T, V]` at columns `cols [B, G]`, read at the token ids `target [B, G]`."
+    return logits.gather(1, cols[..., None].expand(-1, -1, logits.shape[-1])).log_softmax(-1).gather(-1, target[..., None])[..., 0]
+
 def mdlm_completion_logprobs(model: nn.Module, prompt_ids, completion_ids, estimator: str = 'mean_field', seeds=None,
                              tokenizer=None, canvas_len: Optional[int] = None, n_samples: int = 2,
                              prompt_mask_p: float = 0.0, mask_token_id: Optional[int] = None, canvas: Optional[Tensor] = None,
@@ -294,16 +306,14 @@ def mdlm_completion_logprobs(model: nn.Module, prompt_ids, completion_ids, estim
     if estimator == 'trace': return mdlm_trace_logprobs(model, prompt_ids, completion_ids, canvas, order, mask_id, trace_states, seeds)
     B, L, device = len(prompt_ids), max(map(len, completion_ids)), model_device(model)
     G = max(canvas_len or 0, L)
-    x, _ = right_pad([list(p) + list(c) + [eos] * (G - len(c)) for p, c in zip(prompt_ids, completion_ids)], eos, device=device)
-    P = torch.tensor([len(p) for p in prompt_ids], device=device)
-    j, cols = torch.arange(x.shape[1], device=device)[None], P[:, None] + torch.arange(G, device=device)
-    canvas, prompt, am = (j >= P[:, None]) & (j < (P + G)[:, None]), j < P[:, None], (j < (P + G)[:, None]).long()
+    x, P, cols, am = completion_layout(prompt_ids, [list(c) + [eos] * (G - len(c)) for c in completion_ids], eos, device)
+    j = torch.arange(x.shape[1], device=device)[None]
+    canvas, prompt = (j >= P[:, None]) & (j < (P + G)[:, None]), j < P[:, None]
     gens, forward, target = row_generators(row_seeds(seeds, B), 'likelihood'), _mdlm_forward(model), x.gather(1, cols)
     out = torch.zeros(B, G, device=device)
     for noised, w in likelihood_views(canvas, estimator, gens, n_samples):
         if prompt_mask_p: noised = noised | ((rand_rows(x.shape, gens, device) < prompt_mask_p) & prompt)
-        logits = forward(torch.where(noised, mask_id, x), am)
-        lp = logits.gather(1, cols[..., None].expand(-1, -1, logits.shape[-1])).log_softmax(-1).gather(-1, target[..., None])[..., 0]
+        lp = logprobs_at(forward(torch.where(noised, mask_id, x), am), cols, target)
         out = out + w[:, None] * noised.gather(1, cols) * lp
     return out[:, :L] * (torch.arange(L, device=device)[None] < torch.tensor([len(c) for c in completion_ids], device=device)[:, None])
 
@@ -325,15 +335,12 @@ def mdlm_trace_logprobs(model: nn.Module, prompt_ids, completion_ids, canvas: Te
         raise ValueError("estimator='trace' replays the sampler's steps: pass the rollout's `canvas` and `order` (reveal_order)")
     B, L, device = len(prompt_ids), max(map(len, completion_ids)), model_device(model)
     canvas, order, G = canvas.to(device), order.to(device), canvas.shape[1]
-    x, _ = right_pad([list(p) + c for p, c in zip(prompt_ids, canvas.tolist())], mask_id, device=device)
-    P = torch.tensor([len(p) for p in prompt_ids], device=device)
-    cols, am = P[:, None] + torch.arange(G, device=device), (torch.arange(x.shape[1], device=device)[None] < (P + G)[:, None]).long()
+    x, _, cols, am = completion_layout(prompt_ids, canvas.tolist(), mask_id, device)
     lengths = torch.tensor([len(c) for c in completion_ids], device=device)
     rows, steps, w = (t.to(device) for t in trace_states(order, lengths, n_states, seeds))
     hide = order[rows] >= steps[:, None]                                     # [N, G] masked in that state
     xs = x[rows].scatter(1, cols[rows], torch.where(hide, mask_id, canvas[rows]))
-    logits = _mdlm_forward(model)(xs, am[rows])
-    lp = logits.gather(1, cols[rows, :, None].expand(-1, -1, logits.shape[-1])).log_softmax(-1).gather(-1, canvas[rows, :, None])[..., 0]
+    lp = logprobs_at(_mdlm_forward(model)(xs, am[rows]), cols[rows], canvas[rows])
     scored = (order[rows] == steps[:, None]) & (torch.arange(G, device=device)[None] < lengths[rows, None])
     out = torch.zeros(B, G, device=device, dtype=lp.dtype).index_add(0, rows, w[:, None].to(lp.dtype) * scored * lp)
     return out[:, :L]
