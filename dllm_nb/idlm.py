@@ -24,8 +24,8 @@ from .strategies import at_least, mask_token_problems, need_mask
 
 # %% auto 0
 __all__ = ['IDLM', 'idlm_mask_mod', 'idlm_mask', 'idlm_block_mask', 'IntrospectiveDiffusionLM', 'idlm_targets', 'idlm_loss',
-           'IDLMInput', 'IDLMSettings', 'IDLMStrategy', 'idlm_losses', 'generate_idlm', 'idlm_likelihood', 'build_idlm',
-           'sample_idlm']
+           'idlm_clean_loss', 'IDLMInput', 'IDLMSettings', 'IDLMStrategy', 'idlm_losses', 'generate_idlm',
+           'idlm_likelihood', 'build_idlm', 'sample_idlm']
 
 # %% ../nbs/08b_idlm.ipynb
 def idlm_mask_mod(seq_len: int, block_size: int, attention_mask: Optional[Tensor] = None) -> MaskMod:
@@ -84,10 +84,11 @@ class IntrospectiveDiffusionLM(DLLMWrapper):
 
     def settings(self) -> dict: return dict(block_size=self.block_size)
 
-    def forward(self, input_ids: Tensor, noisy_input_ids: Tensor, attention_mask: Optional[Tensor] = None,
+    def forward(self, input_ids: Tensor, noisy_input_ids: Optional[Tensor] = None, attention_mask: Optional[Tensor] = None,
                 block_size: Optional[int] = None, lazy_head: bool = False, doc_ids: Optional[Tensor] = None) -> DLLMOutput:
         "Logits `[B, 2L, V]` of `[noisy_input_ids ; input_ids]` (`[B, L]` each); packed rows: `doc_ids [B, L]`, positions restarting."
         B, L = input_ids.shape
+        if noisy_input_ids is None: return self.clean_copy(input_ids, attention_mask, lazy_head, doc_ids)
         if tuple(noisy_input_ids.shape) != (B, L):
             raise ValueError(f"noisy_input_ids {tuple(noisy_input_ids.shape)} must match input_ids {(B, L)}.")
         am = torch.ones_like(input_ids) if attention_mask is None else attention_mask
@@ -98,6 +99,21 @@ class IntrospectiveDiffusionLM(DLLMWrapper):
         with hidden_as_logits(self.backbone, head := self.lazy_head(lazy_head)):   # RowLogits: the loss projects its rows
             out = self.backbone(input_ids=torch.cat([noisy_input_ids, input_ids], 1), attention_mask=mask,
                                 position_ids=pos, use_cache=False).logits
+        return DLLMOutput(out if head is None else RowLogits(out, head))
+
+    def clean_copy(self, input_ids: Tensor, attention_mask: Optional[Tensor] = None, lazy_head: bool = False,
+                   doc_ids: Optional[Tensor] = None) -> DLLMOutput:
+        "Logits `[B, L, V]` of the clean copy alone, under its own rows of the I-DLM mask (token-causal): the `[x_0]` half of `forward`."
+        B, L = input_ids.shape
+        am = torch.ones_like(input_ids) if attention_mask is None else attention_mask
+        pos = two_copy_positions(doc_ids, B, L, input_ids.device)[:, L:]
+        if self.attn_implementation == 'flex_attention':
+            mod = _idlm_mod(L, 1, am, doc_ids)                                # x_0 attends x_0 only: the block size is moot
+            mask = chunked_block_mask(lambda b, h, q, kv: mod(b, h, q + L, kv + L), B, L, L, device=input_ids.device)
+        else: mask = idlm_mask(L, 1, am, doc_ids)[:, :, L:, L:]
+        with hidden_as_logits(self.backbone, head := self.lazy_head(lazy_head)):
+            out = self.backbone(input_ids=input_ids, attention_mask=self.backbone_mask(mask, (pos, pos)), position_ids=pos,
+                                use_cache=False).logits
         return DLLMOutput(out if head is None else RowLogits(out, head))
 
 # %% ../nbs/08b_idlm.ipynb
@@ -114,22 +130,33 @@ def idlm_loss(logits: Tensor, target_ids: Tensor, targets: Tensor, num_targets, 
     B, L = target_ids.shape
     if logits.ndim != 3 or tuple(logits.shape[:2]) != (B, 2 * L):
         raise ValueError(f"logits {tuple(logits.shape)} must be [B, 2L, V] = [{B}, {2 * L}, V] for target_ids {(B, L)}.")
-    denom = torch.as_tensor(num_targets, device=logits.device).to(torch.float32).clamp_min(1)
-    sel, tgt = targets[:, 1:], target_ids[:, 1:]
-    noisy = token_ce(logits[:, :L - 1], tgt, sel).sum() / denom
-    clean = token_ce(logits[:, L:2 * L - 1], tgt, sel).sum() / denom
+    noisy, clean = (_shifted_ce(logits[:, o:o + L], target_ids, targets, num_targets) for o in (0, L))
     alpha = (noisy / clean.clamp_min(1e-6)).detach() if auto_balance else clean_loss_weight
     return LossParts(noisy + alpha * clean, noisy, clean)
+
+def _shifted_ce(logits: Tensor, target_ids: Tensor, targets: Tensor, num_targets) -> Tensor:
+    "One copy's Dream-shifted CE: `logits [B, L, V]` at `j-1` scoring token `j` where `targets`, summed, over `num_targets`."
+    denom = torch.as_tensor(num_targets, device=logits.device).to(torch.float32).clamp_min(1)
+    return token_ce(logits[:, :-1], target_ids[:, 1:], targets[:, 1:]).sum() / denom
+
+def idlm_clean_loss(logits: Tensor, target_ids: Tensor, targets: Tensor, num_targets) -> LossParts:
+    "The AR warm-up's loss: `CE_clean` alone, from the clean copy's logits `[B, L, V]` (`clean_copy`), no diffusion term."
+    if logits.ndim != 3 or tuple(logits.shape[:2]) != tuple(target_ids.shape):
+        raise ValueError(f"logits {tuple(logits.shape)} must be [B, L, V] for target_ids {tuple(target_ids.shape)}.")
+    clean = _shifted_ce(logits, target_ids, targets, num_targets)
+    return LossParts(clean, None, clean)
 
 # %% ../nbs/08b_idlm.ipynb
 @dataclass(frozen=True)
 class IDLMInput(Stage):
     "I-DLM's model input: the all-masked `Noised` batch (x_t), read with x_0 as one `[x_t | x_0]` pass of `2L`, and its targets."
-    noised: Noised
+    noised: Noised | Batch   # a Batch in the AR warm-up: the clean copy alone
     targets: Tensor          # [B, L] bool: token j >= 1 is a target (of position j - 1 in both halves)
 
     @property
-    def batch(self) -> Batch: return self.noised.batch
+    def warmup(self) -> bool: return isinstance(self.noised, Batch)
+    @property
+    def batch(self) -> Batch: return self.noised if self.warmup else self.noised.batch
 
 # %% ../nbs/08b_idlm.ipynb
 @dataclass
@@ -137,6 +164,7 @@ class IDLMSettings:
     "Settings of `idlm` = its config section `idlm:`; the `RUNTIME` fields come from the tokenizer (`from_config`)."
     block_size: int = 1                     # idlm: block length of the [x_t | x_0] mask = drafts per sampler pass (reference: 1)
     clean_loss_weight: float = 0.2          # idlm: weight α of the clean-copy (AR) CE in CE_noisy + α·CE_clean
+    ar_warmup_steps: int = 0                # idlm: first steps train the clean copy alone as a causal LM (0 for pretrained AR models)
     auto_balance: bool = False              # idlm: α = detached CE_noisy / CE_clean instead of clean_loss_weight
     mask_token_id: Optional[int] = field(default=None, metadata=RUNTIME)   # id of the mask token x_t is made of (required)
     vocab_size: Optional[int] = field(default=None, metadata=RUNTIME)      # when given, mask_token_id is checked to lie inside it
@@ -146,7 +174,7 @@ class IDLMSettings:
         return dict(section_values(cfg.idlm), mask_token_id=mask_token_id, vocab_size=vocab_size)
     def problems(self, cfg=None) -> list[str]:
         "What is wrong: with `cfg`, as config keys (`idlm.*`); without, also the runtime values a strategy needs."
-        p = at_least('idlm', self, dict(block_size=1, clean_loss_weight=0))
+        p = at_least('idlm', self, dict(block_size=1, clean_loss_weight=0, ar_warmup_steps=0))
         if cfg is not None: return p + mask_token_problems(cfg, 'idlm')
         if q := need_mask(self.mask_token_id, 'idlm'): return p + q
         if self.vocab_size is not None and not 0 <= self.mask_token_id < self.vocab_size:
@@ -160,9 +188,16 @@ class IDLMStrategy:
     name, Settings = 'idlm', IDLMSettings
     def __init__(self, settings: IDLMSettings): self.settings = settings
 
+    def ar_phase(self, batch: Batch) -> bool:
+        "True for training batches of steps `< ar_warmup_steps` (validation batches have `step=None`: always both terms)."
+        return batch.step is not None and batch.step < self.settings.ar_warmup_steps
+
     def prepare(self, batch: Batch) -> IDLMInput:
-        n = Noised(batch, *corrupt_all_masked(batch.input_ids, batch.loss_mask, self.settings.mask_token_id))   # no draws:
-        return IDLMInput(n, idlm_targets(batch.loss_mask, batch.attention_mask, batch.doc_ids))   # packed rows as they are
+        "The all-masked x_t with x_0 and the targets; in the AR warm-up the clean batch alone (`IDLMInput.warmup`)."
+        targets = idlm_targets(batch.loss_mask, batch.attention_mask, batch.doc_ids)    # packed rows as they are
+        if self.ar_phase(batch): return IDLMInput(batch, targets)
+        return IDLMInput(Noised(batch, *corrupt_all_masked(batch.input_ids, batch.loss_mask, self.settings.mask_token_id)),
+                         targets)                                                        # no draws
 
     def denominators(self, stages: list[IDLMInput]) -> Counts:
         "Local number of targets (both CE terms share it), and 0 for the unused AR count."
@@ -170,6 +205,9 @@ class IDLMStrategy:
 
     def loss(self, model, stage: IDLMInput, counts: Counts) -> LossParts:
         b, s = stage.batch, self.settings
+        if stage.warmup:                                          # the clean copy alone: a causal LM pass over L, not 2L
+            logits = model(input_ids=b.input_ids, attention_mask=b.attention_mask, lazy_head=True, **b.doc_kw).logits
+            return idlm_clean_loss(logits, b.input_ids, stage.targets, counts.diffusion)
         logits = model(input_ids=b.input_ids, noisy_input_ids=stage.noised.noisy_ids, attention_mask=b.attention_mask,
                        block_size=s.block_size, lazy_head=True, **b.doc_kw).logits
         return idlm_loss(logits, b.input_ids, stage.targets, counts.diffusion, s.clean_loss_weight, s.auto_balance)

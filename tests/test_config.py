@@ -49,7 +49,7 @@ def test_presets_say_what_they_are():
     assert (m.dllm.mode, m.mdlm.ar_warmup_steps, m.mdlm.shift_logits, m.mdlm.ar_loss_weight, m.mdlm.suffix_mask_prob,
             m.train.max_steps) == ('mdlm', 600, True, 1.0, 0.75, 2000)
     i = cfgs['idlm_cpu']
-    assert (i.dllm.mode, i.idlm.block_size, i.idlm.clean_loss_weight, i.train.max_steps) == ('idlm', 1, 1.0, 1200)
+    assert (i.dllm.mode, i.idlm.block_size, i.idlm.clean_loss_weight, i.idlm.ar_warmup_steps, i.train.max_steps) == ('idlm', 1, 1.0, 600, 1800)
 
 
 def test_default_yaml_is_the_dataclass_default():

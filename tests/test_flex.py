@@ -55,14 +55,14 @@ def pair(wrapper, **kw):
     return sdpa.train(), flex.train()
 
 
-def prepare(strategy, batch, seeds):
-    "The strategy's model input for a collated dict batch."
-    return strategy.prepare(Batch.from_collated({k: v.clone() for k, v in batch.items()}, seeds))
+def prepare(strategy, batch, seeds, step=None):
+    "The strategy's model input for a collated dict batch (of training step `step`; None: a validation batch)."
+    return strategy.prepare(Batch.from_collated({k: v.clone() for k, v in batch.items()}, seeds, step=step))
 
 
-def training_loss(strategy, model, batch, seeds):
+def training_loss(strategy, model, batch, seeds, step=None):
     "One training forward as `train_step` runs it (prepare, the step's denominators, the loss), without backward."
-    st = prepare(strategy, batch, seeds)
+    st = prepare(strategy, batch, seeds, step)
     with torch.no_grad(): return strategy.loss(model, st, strategy.denominators([st]))
 
 
@@ -92,12 +92,12 @@ def static_shapes():
     with torch._dynamo.config.patch(automatic_dynamic_shapes=False): yield
 
 
-def check_same(strategy, sdpa, flex, arm, seeds=torch.tensor([3, 1, 4]), logits=None):
+def check_same(strategy, sdpa, flex, arm, seeds=torch.tensor([3, 1, 4]), logits=None, step=None):
     batch = raw_batch()
-    want = training_loss(strategy, sdpa, batch, seeds)
+    want = training_loss(strategy, sdpa, batch, seeds, step)
     want_logits = logits(sdpa, strategy, batch, seeds) if logits else None
     arm()                                                     # from here on a dense mask is an error
-    got = training_loss(strategy, flex, batch, seeds)
+    got = training_loss(strategy, flex, batch, seeds, step)
     for name in ('loss', 'dllm_loss', 'ar_loss'):
         a, b = getattr(got, name, None), getattr(want, name, None)
         if isinstance(b, torch.Tensor): torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5, msg=name)
@@ -142,6 +142,19 @@ def test_hybrid_flex_training_forward(no_dense_masks):
 def test_idlm_flex_training_forward(no_dense_masks):
     sdpa, flex = pair(IntrospectiveDiffusionLM, block_size=2)
     check_same(get_strategy('idlm', mask_token_id=MASK_ID, vocab_size=V, block_size=2), sdpa, flex, no_dense_masks)
+
+
+def idlm_clean_logits(model, strategy, batch, seeds):
+    st = prepare(strategy, batch, seeds, step=0)
+    assert st.warmup
+    with torch.no_grad(): return model(st.batch.input_ids, attention_mask=st.batch.attention_mask).logits
+
+
+def test_idlm_warmup_flex_training_forward(no_dense_masks):
+    "The AR warm-up (idlm.ar_warmup_steps): the clean copy's own pass is the same on the Flex path."
+    sdpa, flex = pair(IntrospectiveDiffusionLM, block_size=2)
+    strat = get_strategy('idlm', mask_token_id=MASK_ID, vocab_size=V, block_size=2, ar_warmup_steps=1)
+    check_same(strat, sdpa, flex, no_dense_masks, logits=idlm_clean_logits, step=0)
 
 
 def test_guard_catches_the_dense_path(no_dense_masks):

@@ -28,14 +28,14 @@ def test_every_preset_builds_its_strategy(preset):
 def test_config_values_reach_the_settings(mode):
     own = dict(mdlm=['mdlm.ar_warmup_steps=3', 'mdlm.ar_loss_weight=0.5'], hybrid=['hybrid.block_size=8', 'hybrid.diffusion_weight=0.5'],
                block_diffusion=['block_diffusion.block_size=8', 'block_diffusion.scored_blocks=one', 'block_diffusion.self_cond_prob=0.25'],
-               idlm=['idlm.block_size=2', 'idlm.clean_loss_weight=0.5'],
+               idlm=['idlm.block_size=2', 'idlm.clean_loss_weight=0.5', 'idlm.ar_warmup_steps=7'],
                dflash=['dflash.block_size=6', 'dflash.target=x', 'dflash.num_blocks_per_sample=3'], ar=[])[mode]   # its own section
     s = build(load_config(None, [f'dllm.mode={mode}', 'dllm.eps=0.01', *own])).settings
     got = {f.name: getattr(s, f.name) for f in fields(s)}
     want = dict(mdlm=dict(eps=0.01, mask_token_id=5, ar_warmup_steps=3, ar_loss_weight=0.5),
                 hybrid=dict(eps=0.01, block_size=8, diffusion_weight=0.5),
                 block_diffusion=dict(eps=0.01, block_size=8, vocab_size=64, scored_blocks='one', self_cond_prob=0.25),
-                idlm=dict(block_size=2, clean_loss_weight=0.5, vocab_size=64),
+                idlm=dict(block_size=2, clean_loss_weight=0.5, ar_warmup_steps=7, vocab_size=64),
                 dflash=dict(block_size=6, num_blocks_per_sample=3), ar={})[mode]
     assert {k: got[k] for k in want} == want
 

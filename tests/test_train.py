@@ -30,20 +30,22 @@ def _close(a, b, rel=1e-5, abs_=1e-7):
 
 
 PACKED_MODES = ('mdlm', 'block_diffusion', 'ar', 'hybrid', 'idlm')
-PACKED = [f'{m}_{k}' for m in PACKED_MODES for k in ('packed', 'ragged')]
+PACKED = [f'{m}_{k}' for m in PACKED_MODES + ('idlm_warm',) for k in ('packed', 'ragged')]
 
 
 def test_split_invariance_across_processes(tmp_path):
     """(1 proc, acc 1, bs 8) == (1 proc, acc 4, bs 2) == (2 torchrun procs with FSDP2, acc 2, bs 2), every mode (+ LoRA);
     with data.packing=greedy on ragged chats too, where the packed step also equals the unpacked one."""
-    script, modes = str(ROOT / 'tests' / 'scripts' / 'split_step.py'), ['mdlm', 'hybrid', 'block_diffusion', 'idlm', 'ar', 'bd_lora']
+    script, modes = str(ROOT / 'tests' / 'scripts' / 'split_step.py'), ['mdlm', 'hybrid', 'block_diffusion', 'idlm', 'ar', 'bd_lora',
+                                                                         'idlm_warm']
     ENV['PACK_DATA'] = str(ragged_chats(tmp_path / 'ragged.jsonl'))
     run([sys.executable, script, str(tmp_path / 'a.pt'), '8'] + modes + PACKED)
     run([sys.executable, script, str(tmp_path / 'b.pt'), '2'] + modes + PACKED)
     run(TORCHRUN + [script, str(tmp_path / 'c.pt'), '2'] + modes + PACKED)
     del ENV['PACK_DATA']
     a, b, c = (torch.load(tmp_path / f'{k}.pt') for k in 'abc')
-    for m in PACKED_MODES:                                                       # packing changes no number
+    assert a['idlm_warm']['loss'] != a['idlm']['loss']                          # the warm-up step is another loss (CE_clean alone)
+    for m in PACKED_MODES + ('idlm_warm',):                                      # packing changes no number
         assert a[f'{m}_packed']['num_diffusion'] == a[f'{m}_ragged']['num_diffusion'], m
         assert abs(a[f'{m}_packed']['loss'] - a[f'{m}_ragged']['loss']) <= 1e-6 * abs(a[f'{m}_ragged']['loss']), m
         assert a[f'{m}_packed']['rows'] < a[f'{m}_ragged']['rows'], m            # and several examples did share a row

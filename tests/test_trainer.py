@@ -58,3 +58,25 @@ def test_bf16_warning_only_on_cpus_without_bf16_units(tmp_path, caplog):
             Trainer(tiny(tmp_path / dtype, 0, **{'model.dtype': dtype}), quiet=True)
         warned = any('without bf16 dot products' in r.getMessage() for r in caplog.records)
         assert warned == (dtype == 'bfloat16' and not native_bf16()), (dtype, warned)
+
+
+def test_resume_inside_idlm_warmup_is_exact(tmp_path, monkeypatch):
+    "idlm.ar_warmup_steps=4, preempted after step 4 and resumed at the step-3 checkpoint (inside the warm-up): the same losses."
+    from dllm_nb.idlm import IDLMStrategy
+    warm = {'dllm.mode': 'idlm', 'idlm.ar_warmup_steps': 4}
+    loss = lambda recs: [(r['step'], r['loss'], r['grad_norm']) for r in recs]
+    def preempted_and_resumed(name):
+        _, first = run(tiny(tmp_path / name, 0, **warm), {}, stop_at=4)
+        _, second = run(tiny(tmp_path / name, 0, **warm, **{'train.resume': 'auto'}), {})
+        return first, second
+    _, full = run(tiny(tmp_path / 'full', 0, **warm), {})
+    first, second = preempted_and_resumed('part')
+    assert loss(first) == loss(full[:4]) and loss(second) == loss(full[3:])       # exact, not close
+    assert full[3]['loss'] < full[4]['loss']                                      # step 4 is the first with both terms
+    calls = {}                                                                    # control: a phase that counts calls
+    def counted(self, batch):                                                     # (2 micro-batches a step) restarts
+        calls[id(self)] = calls.get(id(self), -1) + 1                            # at 0 in the resumed process
+        return batch.step is not None and calls[id(self)] // 2 < self.settings.ar_warmup_steps
+    monkeypatch.setattr(IDLMStrategy, 'ar_phase', counted)
+    first, second = preempted_and_resumed('broken')
+    assert loss(first) == loss(full[:4]) and loss(second) != loss(full[3:])

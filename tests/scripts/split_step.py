@@ -18,11 +18,14 @@ def full(t):
 
 
 VARIANTS = {'bd_lora': ('block_diffusion', ['block_diffusion.corruption=mask', 'block_diffusion.shift_logits=true',
-                                             'model.lora.rank=4'])}   # the adaptation recipe with LoRA adapters
+                                             'model.lora.rank=4']),   # the adaptation recipe with LoRA adapters
+            'idlm_warm': ('idlm', ['idlm.ar_warmup_steps=1'])}                    # step 0 in idlm's AR warm-up (clean copy alone)
 PACKED = ['data.packing=greedy', 'data.max_len=96']                    # on $PACK_DATA, a chat file of ragged lengths
 FILL = dict(mdlm=['mdlm.response_fill=8'], block_diffusion=[], ar=[], hybrid=['hybrid.response_fill=8'], idlm=[])   # a short EOS tail: short chats share rows
 VARIANTS.update({f'{m}_packed': (m, PACKED + FILL[m]) for m in FILL})
 VARIANTS.update({f'{m}_ragged': (m, ['data.max_len=96'] + FILL[m]) for m in FILL})   # the same, unpacked
+VARIANTS.update(idlm_warm_packed=('idlm', PACKED + ['idlm.ar_warmup_steps=1']),
+                idlm_warm_ragged=('idlm', ['data.max_len=96', 'idlm.ar_warmup_steps=1']))
 
 
 def run(name, micro, dist_info, out_dir):
