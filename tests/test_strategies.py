@@ -172,10 +172,11 @@ TINY_RUN = ['model.hidden_size=32', 'model.num_layers=1', 'model.num_heads=2', '
     ['dllm.mode=mdlm', 'mdlm.ar_warmup_steps=5'],                               # the causal pass of the AR warm-up
     ['dllm.mode=hybrid'],                                                        # both copies' rows of one pass
     ['dllm.mode=idlm'],
+    ['dllm.mode=idlm', 'idlm.ar_warmup_steps=5'],                               # the clean copy alone (AR warm-up)
     ['dllm.mode=block_diffusion', 'block_diffusion.self_conditioning=true'],
     ['dllm.mode=block_diffusion', 'block_diffusion.self_conditioning=false', 'block_diffusion.shift_logits=true',
      'block_diffusion.corruption=random', 'block_diffusion.encoder_loss_weight=2.0'],
-], ids=['ar', 'mdlm', 'mdlm-shift', 'mdlm-ar-phase', 'hybrid', 'idlm', 'bd-self-cond', 'bd-shift-encoder-loss'])
+], ids=['ar', 'mdlm', 'mdlm-shift', 'mdlm-ar-phase', 'hybrid', 'idlm', 'idlm-ar-phase', 'bd-self-cond', 'bd-shift-encoder-loss'])
 def test_losses_project_only_the_rows_they_score(over, tmp_path):
     "Loss and every gradient equal the full-logits path's, while the head sees only the supervised rows."
     from dllm_nb.trainer import Trainer, step_denominators
