@@ -108,11 +108,12 @@ def main(argv=None):
     out, S = Path(args.out).resolve(), args.sft_steps or SFT_STEPS[args.task]
     args.sft_rows = SFT_ROWS[args.task] if args.sft_rows is None else (args.sft_rows or None)
     one_thread()
+    rl_keys = [*RL_EXTRA.get(args.mode, []), *args.overrides]       # the RL stage's keys beyond the preset (recorded in --json)
     sft_cpu = stage('sft', out / 'sft', args, lambda: run(sft_args(args, out / 'sft', S), out / 'sft.log'))
     rl_cpu = stage('rl', out / 'rl', args, lambda: run(
         ['-m', 'dllm_nb.rl', '--config', f'configs/rl_{args.task}.yaml', f'rl.init={out / "sft" / "final"}',
-         f'output_dir={out / "rl"}', f'seed={args.seed}', 'rl.eval_n=0', 'train.eval_every=0', *RL_EXTRA.get(args.mode, []),
-         *args.overrides], out / 'rl.log'))
+         f'output_dir={out / "rl"}', f'seed={args.seed}', 'rl.eval_n=0', 'train.eval_every=0', *rl_keys],
+        out / 'rl.log'))
     extra = max(1, round(rl_cpu / (sft_cpu / S)))                    # SFT steps that cost what the RL stage cost
 
     def continued():
@@ -132,7 +133,7 @@ def main(argv=None):
         with open(args.json, 'a') as f:
             f.write(json.dumps(dict(task=args.task, mode=args.mode, seed=args.seed, sft=acc['sft'], rl=acc['rl'], sftc=acc['sftc'],
                                     sft_cpu=sft_cpu, rl_cpu=rl_cpu, sftc_cpu=sftc_cpu, sft_steps=S, sftc_steps=extra, sft_rows=args.sft_rows, sampled={k: list(v) for k, v in smp.items()},
-                                    overrides=[*RL_EXTRA.get(args.mode, []), *args.overrides])) + '\n')
+                                    overrides=rl_keys)) + '\n')
     print(f"rl vs sft-continued ({args.task}, {args.mode}, seed {args.seed}): accuracy {acc['rl']:.3f} vs {acc['sftc']:.3f} "
           f"at equal CPU (SFT start {acc['sft']:.3f})")
 
