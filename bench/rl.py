@@ -20,6 +20,7 @@ demonstrations: there SFT continued wins, 16_rl shows why). RL runs `configs/rl_
 Trained runs are reused unless `--retrain`; `--json FILE` appends the numbers as one line.
 """
 import argparse, json, os, shutil, subprocess, sys, time
+import yaml
 from pathlib import Path
 
 from common import ROOT, child_cpu_s, one_thread
@@ -61,6 +62,11 @@ def stage(name: str, out: Path, args, make) -> float:
     rec.write_text(json.dumps(dict(cpu_s=cpu)))
     print(f"{name}: {cpu:.0f} CPU s ({time.time() - tic:.0f} s wall)")
     return cpu
+
+
+def rl_beta(run: Path) -> float:
+    "The KL weight the RL stage ran with (its saved config: the preset and the overrides)."
+    return float(yaml.safe_load((run / 'config.yaml').read_text())['rl']['beta'])
 
 
 def accuracy(final: Path, task: str, n: int) -> float:
@@ -133,7 +139,7 @@ def main(argv=None):
         with open(args.json, 'a') as f:
             f.write(json.dumps(dict(task=args.task, mode=args.mode, seed=args.seed, sft=acc['sft'], rl=acc['rl'], sftc=acc['sftc'],
                                     sft_cpu=sft_cpu, rl_cpu=rl_cpu, sftc_cpu=sftc_cpu, sft_steps=S, sftc_steps=extra, sft_rows=args.sft_rows, sampled={k: list(v) for k, v in smp.items()},
-                                    overrides=rl_keys)) + '\n')
+                                    overrides=rl_keys, beta=rl_beta(out / 'rl'))) + '\n')
     print(f"rl vs sft-continued ({args.task}, {args.mode}, seed {args.seed}): accuracy {acc['rl']:.3f} vs {acc['sftc']:.3f} "
           f"at equal CPU (SFT start {acc['sft']:.3f})")
 
