@@ -16,7 +16,7 @@ up, pass@8 flat) or new skill (pass@8 up).
 Two regimes: by default SFT (and SFT continued) see only `SFT_ROWS[task]` solved examples (the usual RL setting:
 prompts are cheap, worked solutions are not), while RL draws prompts, without solutions, from the whole split; this is
 the regime of 16_rl's measured table. `--sft-rows 0` gives SFT the whole generated train split (unlimited
-demonstrations: there SFT continued wins, 16_rl shows why). RL runs `configs/rl_TASK.yaml` (shaped reward, 300 steps).
+demonstrations: there SFT continued wins, 16_rl shows why). RL runs `configs/rl_TASK.yaml` (shaped reward, KL weight 0.1, 300 steps).
 Trained runs are reused unless `--retrain`; `--json FILE` appends the numbers as one line.
 """
 import argparse, json, os, shutil, subprocess, sys, time
@@ -64,9 +64,10 @@ def stage(name: str, out: Path, args, make) -> float:
     return cpu
 
 
-def rl_beta(run: Path) -> float:
-    "The KL weight the RL stage ran with (its saved config: the preset and the overrides)."
-    return float(yaml.safe_load((run / 'config.yaml').read_text())['rl']['beta'])
+def rl_settings(run: Path) -> dict:
+    "The KL weight and step count the RL stage ran with (its saved config: the preset and the overrides)."
+    cfg = yaml.safe_load((run / 'config.yaml').read_text())
+    return dict(beta=float(cfg['rl']['beta']), rl_steps=int(cfg['train']['max_steps']))
 
 
 def accuracy(final: Path, task: str, n: int) -> float:
@@ -139,7 +140,7 @@ def main(argv=None):
         with open(args.json, 'a') as f:
             f.write(json.dumps(dict(task=args.task, mode=args.mode, seed=args.seed, sft=acc['sft'], rl=acc['rl'], sftc=acc['sftc'],
                                     sft_cpu=sft_cpu, rl_cpu=rl_cpu, sftc_cpu=sftc_cpu, sft_steps=S, sftc_steps=extra, sft_rows=args.sft_rows, sampled={k: list(v) for k, v in smp.items()},
-                                    overrides=rl_keys, beta=rl_beta(out / 'rl'))) + '\n')
+                                    overrides=rl_keys, **rl_settings(out / 'rl'))) + '\n')
     print(f"rl vs sft-continued ({args.task}, {args.mode}, seed {args.seed}): accuracy {acc['rl']:.3f} vs {acc['sftc']:.3f} "
           f"at equal CPU (SFT start {acc['sft']:.3f})")
 
