@@ -6,9 +6,11 @@ Three runs of the tiny from-scratch model, each a library command in its own pro
      competent), with the mode's CPU preset: `DIR/sft/final`;
   2. RL from it (`python -m dllm_nb.rl --config configs/rl_TASK.yaml`): `DIR/rl/final`;
   3. the honest control: SFT *continued* from the SFT run's last checkpoint for the same process CPU seconds as the RL
-     stage took (its step count is derived from SFT's measured CPU per step): `DIR/sftc/final`.
+     stage took (its step count is derived from SFT's measured CPU per step, and topped up at its own measured rate
+     if that gave it under 95 % of RL's seconds): `DIR/sftc/final`.
 Then the held-out accuracy of all three on the first `--n` prompts of the task's test split (the task's verifier,
-greedy decoding with the mode's own sampler), the reward curve (`DIR/rl/reward_curve.png`), and the last line
+greedy decoding with the mode's own sampler), again on `--n-wide` held-out prompts (the test split's 200, then prompts
+no split of seed 0 holds), each gain with its paired standard error, the reward curve (`DIR/rl/reward_curve.png`), and the last line
 `rl vs sft-continued (TASK, MODE, seed S): accuracy A vs B at equal CPU (SFT start C)`.
 Beside greedy accuracy, `--sampled-n` prompts are scored with 8 samples each at temperature 1 (the policy RL's
 rollouts see): their mean accuracy and pass@8 (any of the 8 right) show whether a gain is sharpening (sampled accuracy
@@ -64,20 +66,64 @@ def stage(name: str, out: Path, args, make) -> float:
     return cpu
 
 
+def top_up(args, out: Path, S: int, rl_cpu: float, sftc_cpu: float, extra: int, short: float = 0.95) -> tuple[float, int]:
+    """Hold the control to RL's CPU seconds: `extra` was sized from the SFT start's CPU per step, which drifts with the
+    machine's load (a start reused from another session ran under another one). If SFT continued got under `short` of
+    RL's seconds, resume it once more for the missing seconds at the rate it just ran at. `(CPU s, steps)` in all."""
+    rec = out / 'sftc' / 'cpu_s.json'
+    done = json.loads(rec.read_text())
+    extra = done.get('steps', extra)
+    if sftc_cpu >= short * rl_cpu: return sftc_cpu, extra
+    more = max(1, round((rl_cpu - sftc_cpu) / (sftc_cpu / extra)))
+    cpu = run(sft_args(args, out / 'sftc', S + extra + more, 'train.resume=auto', 'train.resume_strict=false'), out / 'sftc_topup.log')
+    print(f"sft-continued: {sftc_cpu:.0f} CPU s was under {short:.0%} of RL's {rl_cpu:.0f}; {more} more steps, {cpu:.0f} CPU s")
+    rec.write_text(json.dumps(dict(cpu_s=sftc_cpu + cpu, steps=extra + more)))
+    return sftc_cpu + cpu, extra + more
+
+
 def rl_settings(run: Path) -> dict:
     "The KL weight and step count the RL stage ran with (its saved config: the preset and the overrides)."
     cfg = yaml.safe_load((run / 'config.yaml').read_text())
     return dict(beta=float(cfg['rl']['beta']), rl_steps=int(cfg['train']['max_steps']))
 
 
-def accuracy(final: Path, task: str, n: int) -> float:
-    "Held-out accuracy of a final/ folder: `python -m dllm_nb.eval`'s scoring, the first `n` test prompts, greedy."
+def held_out(task: str, n: int) -> list[dict]:
+    """`n` held-out `dict(prompt, answer)`: the task's test split (its 200 prompts, in order), then test prompts of further
+    split seeds that seed 0's splits never hold, so no prompt SFT or RL saw is scored (a tighter estimate than 200 give)."""
+    from dllm_nb.data import task_examples
+    row = lambda ex: dict(prompt=ex['messages'][0]['content'], answer=ex['answer'])
+    rows = [row(ex) for ex in task_examples(task, 'test', 0)]
+    seen = {r['prompt'] for r in rows} | {row(ex)['prompt'] for s in ('validation', 'train') for ex in task_examples(task, s, 0)}
+    seed = 0
+    while len(rows) < n:
+        seed += 1
+        for ex in task_examples(task, 'test', seed):
+            if (r := row(ex))['prompt'] not in seen: seen.add(r['prompt']); rows.append(r)
+    return rows[:n]
+
+
+def correct(final: Path, task: str, rows: list[dict]) -> list[bool]:
+    "Held-out correctness of a final/ folder on `rows`, prompt by prompt: `python -m dllm_nb.eval`'s scoring, greedy."
     from dllm_nb.eval import exact_match, saved_canvas
     from dllm_nb.checkpoint import load_checkpoint, saved_block_size
     from dllm_nb.modes import mode_of_model
     model, tok = load_checkpoint(final)
-    return exact_match(model, tok, task, 'test', n, seed=0, batch_size=50, max_new_tokens=saved_canvas(final),
-                       sampler=mode_of_model(model).sample, block_size=saved_block_size(final))['accuracy']
+    res = exact_match(model, tok, task, rows=rows, seed=0, batch_size=50, max_new_tokens=saved_canvas(final),
+                      sampler=mode_of_model(model).sample, block_size=saved_block_size(final))
+    return [x['correct'] for x in res['samples']]
+
+
+def gains(ok: dict) -> tuple[dict, dict]:
+    "Accuracies of the three runs and the paired s.e. of RL - start, SFT continued - start and RL - SFT continued."
+    acc = {k: sum(v) / len(v) for k, v in ok.items()}
+    return acc, dict(rl=paired_se(ok['rl'], ok['sft']), sftc=paired_se(ok['sftc'], ok['sft']), rl_sftc=paired_se(ok['rl'], ok['sftc']))
+
+
+def paired_se(a: list, b: list) -> float:
+    "Standard error of `mean(a) - mean(b)` on the same prompts (paired: each prompt's own difficulty cancels)."
+    d = [float(x) - float(y) for x, y in zip(a, b, strict=True)]
+    m = sum(d) / len(d)
+    return (sum((x - m) ** 2 for x in d) / max(len(d) - 1, 1) / len(d)) ** 0.5
 
 
 def sampled(final: Path, task: str, n: int, G: int = 8, temperature: float = 1.0) -> tuple[float, float]:
@@ -105,7 +151,9 @@ def main(argv=None):
     ap.add_argument('--sft-rows', type=int, default=None,
                     help='solved examples SFT (and SFT continued) may use (data.train_size; default: SFT_ROWS[task]; 0: the whole train split). '
                          'RL still draws prompts, without their solutions, from the whole train split')
-    ap.add_argument('--n', type=int, default=200, help='held-out test prompts scored')
+    ap.add_argument('--n', type=int, default=200, help="held-out test prompts scored (the task's test split holds 200)")
+    ap.add_argument('--n-wide', type=int, default=1000,
+                    help='also score this many held-out prompts (the test split, then unseen prompts of other split seeds; 0 = skip)')
     ap.add_argument('--sampled-n', type=int, default=100,
                     help='test prompts for the sampled accuracy and pass@8 (8 samples each at T=1; 0 = skip)')
     ap.add_argument('--retrain', action='store_true')
@@ -127,7 +175,11 @@ def main(argv=None):
         shutil.copytree(out / 'sft', out / 'sftc', dirs_exist_ok=True, ignore=shutil.ignore_patterns('final', 'cpu_s.json', '*.lock'))
         return run(sft_args(args, out / 'sftc', S + extra, 'train.resume=auto', 'train.resume_strict=false'), out / 'sftc.log')
     sftc_cpu = stage('sft-continued', out / 'sftc', args, continued)
-    acc = {k: accuracy(out / k / 'final', args.task, args.n) for k in ('sft', 'rl', 'sftc')}
+    sftc_cpu, extra = top_up(args, out, S, rl_cpu, sftc_cpu, extra)
+    rows = held_out(args.task, max(args.n, args.n_wide))
+    okw = {k: correct(out / k / 'final', args.task, rows) for k in ('sft', 'rl', 'sftc')}
+    acc, se = gains({k: v[:args.n] for k, v in okw.items()})
+    wide = dict(zip(('acc', 'se'), gains(okw)), n=len(rows)) if args.n_wide > args.n else None
     smp = {k: sampled(out / k / 'final', args.task, args.sampled_n) for k in ('sft', 'rl', 'sftc')} if args.sampled_n else {}
     cols = f"{'sampled T=1':>12}{'pass@8':>8}" if smp else ''
     row = lambda k: f"{smp[k][0]:>12.3f}{smp[k][1]:>8.3f}" if smp else ''
@@ -135,11 +187,14 @@ def main(argv=None):
     print(f"{'sft (start)':<15}{acc['sft']:>9.3f}{row('sft')}{sft_cpu:>8.0f}  {S}" + (f" on {args.sft_rows} solved examples" if args.sft_rows else ''))
     print(f"{'rl':<15}{acc['rl']:>9.3f}{row('rl')}{rl_cpu:>8.0f}  (from sft)")
     print(f"{'sft-continued':<15}{acc['sftc']:>9.3f}{row('sftc')}{sftc_cpu:>8.0f}  +{extra}")
+    for a, e, n in [(acc, se, args.n)] + ([(wide['acc'], wide['se'], wide['n'])] if wide else []):
+        print(f"on {n} held-out prompts, gains over the start (+- paired s.e.): RL {a['rl'] - a['sft']:+.3f} +- {e['rl']:.3f}, "
+              f"SFT continued {a['sftc'] - a['sft']:+.3f} +- {e['sftc']:.3f}; RL - SFT continued {a['rl'] - a['sftc']:+.3f} +- {e['rl_sftc']:.3f}")
     print(f"reward curve: {out / 'rl' / 'reward_curve.png'}")
     if args.json:
         with open(args.json, 'a') as f:
             f.write(json.dumps(dict(task=args.task, mode=args.mode, seed=args.seed, sft=acc['sft'], rl=acc['rl'], sftc=acc['sftc'],
-                                    sft_cpu=sft_cpu, rl_cpu=rl_cpu, sftc_cpu=sftc_cpu, sft_steps=S, sftc_steps=extra, sft_rows=args.sft_rows, sampled={k: list(v) for k, v in smp.items()},
+                                    sft_cpu=sft_cpu, rl_cpu=rl_cpu, sftc_cpu=sftc_cpu, sft_steps=S, sftc_steps=extra, sft_rows=args.sft_rows, sampled={k: list(v) for k, v in smp.items()}, se=se, wide=wide,
                                     overrides=rl_keys, **rl_settings(out / 'rl'))) + '\n')
     print(f"rl vs sft-continued ({args.task}, {args.mode}, seed {args.seed}): accuracy {acc['rl']:.3f} vs {acc['sftc']:.3f} "
           f"at equal CPU (SFT start {acc['sft']:.3f})")

@@ -1,0 +1,42 @@
+"""`bench/rl.py`'s measuring parts (the bench itself is not a test): the wide held-out set never scores a prompt SFT or
+RL could see, the paired s.e., and the top-up that holds SFT continued to the RL stage's CPU seconds."""
+import json, sys
+from pathlib import Path
+from types import SimpleNamespace
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'bench'))
+import rl as bench_rl
+from dllm_nb.data import task_examples
+
+
+def test_held_out_is_the_test_split_then_unseen_prompts():
+    rows = bench_rl.held_out('countdown', 260)
+    prompt = lambda ex: ex['messages'][0]['content']
+    test = task_examples('countdown', 'test', 0)
+    assert [r['prompt'] for r in rows[:200]] == [prompt(ex) for ex in test]      # the table's 200 come first, in order
+    seen = {prompt(ex) for s in ('train', 'validation', 'test') for ex in task_examples('countdown', s, 0)}
+    extra = [r['prompt'] for r in rows[200:]]
+    assert len(extra) == 60 and len(set(extra)) == 60 and not seen & set(extra)
+
+
+def test_paired_se():
+    assert bench_rl.paired_se([1, 0, 1, 1], [0, 0, 1, 0]) == (1 / 12) ** 0.5    # differences 1 0 0 1: var 1/3, over 4
+    assert bench_rl.paired_se([1, 0, 1], [1, 0, 1]) == 0.0
+    acc, se = bench_rl.gains(dict(sft=[0, 0, 1, 0], rl=[1, 0, 1, 1], sftc=[0, 0, 1, 1]))
+    assert acc == dict(sft=0.25, rl=0.75, sftc=0.5) and se['rl'] == (1 / 12) ** 0.5
+
+
+def test_top_up_holds_the_control_to_rl_seconds(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(bench_rl, 'run', lambda cmd, log: calls.append(cmd) or 30.0)
+    args = SimpleNamespace(task='countdown', mode='block_diffusion', seed=0, sft_rows=1000, sft_steps=None)
+    (tmp_path / 'sftc').mkdir()
+    (tmp_path / 'sftc' / 'cpu_s.json').write_text(json.dumps(dict(cpu_s=96.0)))
+    assert bench_rl.top_up(args, tmp_path, 1000, 100.0, 96.0, 48) == (96.0, 48)     # within 95 %: nothing runs
+    assert not calls
+    (tmp_path / 'sftc' / 'cpu_s.json').write_text(json.dumps(dict(cpu_s=80.0)))
+    assert bench_rl.top_up(args, tmp_path, 1000, 100.0, 80.0, 40) == (110.0, 50)    # 20 s short at 2 s a step: 10 more
+    assert 'train.max_steps=1050' in calls[0] and 'train.resume=auto' in calls[0]
+    assert json.loads((tmp_path / 'sftc' / 'cpu_s.json').read_text()) == dict(cpu_s=110.0, steps=50)
+    assert bench_rl.top_up(args, tmp_path, 1000, 100.0, 110.0, 40) == (110.0, 50)   # reused: the recorded steps
