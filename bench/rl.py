@@ -93,6 +93,7 @@ def held_out(task: str, n: int) -> list[dict]:
     from dllm_nb.data import task_examples
     row = lambda ex: dict(prompt=ex['messages'][0]['content'], answer=ex['answer'])
     rows = [row(ex) for ex in task_examples(task, 'test', 0)]
+    if n <= len(rows): return rows[:n]
     seen = {r['prompt'] for r in rows} | {row(ex)['prompt'] for s in ('validation', 'train') for ex in task_examples(task, s, 0)}
     seed = 0
     while len(rows) < n:
@@ -128,12 +129,11 @@ def paired_se(a: list, b: list) -> float:
 
 def sampled(final: Path, task: str, n: int, G: int = 8, temperature: float = 1.0) -> tuple[float, float]:
     "`(mean accuracy, pass@G)` of `G` samples at `temperature` for each of the first `n` test prompts (the rollout policy RL sees)."
-    from dllm_nb.data import task_examples
     from dllm_nb.eval import exact_match, saved_canvas
     from dllm_nb.checkpoint import load_checkpoint, saved_block_size
     from dllm_nb.modes import mode_of_model
     model, tok = load_checkpoint(final)
-    rows = [dict(prompt=ex['messages'][0]['content'], answer=ex['answer']) for ex in task_examples(task, 'test', 0)[:n] for _ in range(G)]
+    rows = [r for r in held_out(task, n) for _ in range(G)]
     res = exact_match(model, tok, task, rows=rows, seed=1, batch_size=8 * G, max_new_tokens=saved_canvas(final),
                       sampler=mode_of_model(model).sample, block_size=saved_block_size(final), temperature=temperature)
     ok = [s['correct'] for s in res['samples']]
