@@ -89,18 +89,9 @@ def rl_settings(run: Path) -> dict:
 
 def held_out(task: str, n: int) -> list[dict]:
     """`n` held-out `dict(prompt, answer)`: the task's test split (its 200 prompts, in order), then test prompts of further
-    split seeds that seed 0's splits never hold, so no prompt SFT or RL saw is scored (a tighter estimate than 200 give)."""
-    from dllm_nb.data import task_examples
-    row = lambda ex: dict(prompt=ex['messages'][0]['content'], answer=ex['answer'])
-    rows = [row(ex) for ex in task_examples(task, 'test', 0)]
-    if n <= len(rows): return rows[:n]
-    seen = {r['prompt'] for r in rows} | {row(ex)['prompt'] for s in ('validation', 'train') for ex in task_examples(task, s, 0)}
-    seed = 0
-    while len(rows) < n:
-        seed += 1
-        for ex in task_examples(task, 'test', seed):
-            if (r := row(ex))['prompt'] not in seen: seen.add(r['prompt']); rows.append(r)
-    return rows[:n]
+    split seeds that seed 0's splits never hold (`dllm_nb.builtin.held_out_examples`): no prompt SFT or RL saw is scored."""
+    from dllm_nb.builtin import held_out_examples
+    return [dict(prompt=ex['messages'][0]['content'], answer=ex['answer']) for ex in held_out_examples(task, n)]
 
 
 def correct(final: Path, task: str, rows: list[dict]) -> list[bool]:

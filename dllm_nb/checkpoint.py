@@ -17,7 +17,9 @@ from huggingface_hub import try_to_load_from_cache
 from safetensors.torch import load_file, save_file
 from . import config as _config
 from .config import Config, ConfigError, config_keys, config_to_dict, mode_block_size, saved_config
-from .data import MIXES, TASKS, dataset_fingerprint, load_tokenizer
+from .builtin import MIXES, TASKS
+from .data import dataset_fingerprint
+from .tokenizer import load_tokenizer
 from .models import DLLM_CONFIG_NAME
 from .modes import MODES, build_model, get_mode, mode_sections
 from .distributed import all_reduce_sum, barrier

@@ -15,15 +15,16 @@ from .collate import DLLMCollator
 from .checkpoint import load_checkpoint, saved_block_size, saved_run
 from .config import DLLMConfig, mode_block_size, saved_config
 from .core import moved_names
-from .data import TASKS, task_answer, task_examples, task_reward, tokenize_example
+from .builtin import TASKS, held_out_examples, task_answer, task_examples, task_reward
+from .data import tokenize_example
 from .tasks import TASK_FILES, TaskFileError, read_task_file
 from .generate import generate, steps_problem
 from .modes import mode_of_model
 from .sampling import GenerationOutput, cut_at_eos, encode_prompts, progress_bar, right_pad
 
 # %% auto 0
-__all__ = ['score_completion', 'sampler_settings', 'exact_match', 'generate_autoregressive', 'task_likelihood', 'saved_canvas',
-           'write_samples', 'main']
+__all__ = ['score_completion', 'sampler_settings', 'split_examples', 'exact_match', 'generate_autoregressive', 'task_likelihood',
+           'saved_canvas', 'write_samples', 'main']
 
 # %% ../nbs/13_eval.ipynb
 # each mode's likelihood lives with its mode (its record's `likelihood` hook); the estimators' shared sums are in dllm_nb.loss
@@ -39,11 +40,20 @@ def sampler_settings(cfg) -> dict:
     "The one place that turns a training config into sampler defaults: fixed canvas, the training block, a step per token."
     return dict(max_new_tokens=cfg.dllm.max_new_tokens, block_size=mode_block_size(cfg), steps=None)
 
+def split_examples(task: str, split: str = 'test', n: Optional[int] = None, seed: int = 0) -> list[dict]:
+    "The first `n` examples of a built-in task's split; past the test split's size, held-out prompts (`held_out_examples`)."
+    exs = task_examples(task, split, seed)
+    if n is None or n <= len(exs): return exs[:n]
+    if split != 'test':
+        raise ValueError(f"the {split!r} split of {task!r} holds {len(exs)} examples, fewer than n={n}: ask for at most "
+                         f"{len(exs)}, or score the test split, which goes on past its {len(exs)} with held-out prompts")
+    return held_out_examples(task, n, seed)
+
 def exact_match(model: nn.Module, tokenizer, task: str, split: str = 'test', n: Optional[int] = None, seed: int = 0,
                 batch_size: int = 32, max_new_tokens: int = 40, sampler: Optional[Callable] = None,
                 progress: bool = False, rows: Optional[list[dict]] = None, **gen_kw) -> dict:
     "Accuracy of `model` on a built-in `task` split (or on `rows` of `dict(prompt, answer)`): `dict(accuracy, correct, n, samples)`."
-    if rows is None: rows = [dict(prompt=ex['messages'][0]['content'], answer=ex['answer']) for ex in task_examples(task, split, seed)]
+    if rows is None: rows = [dict(prompt=ex['messages'][0]['content'], answer=ex['answer']) for ex in split_examples(task, split, n, seed)]
     examples, sampler, samples = rows[:n], sampler or generate, []
     for s in progress_bar(range(0, len(examples), batch_size), progress, task):
         batch = examples[s:s + batch_size]
@@ -81,7 +91,7 @@ def task_likelihood(model: nn.Module, tokenizer, task: str, split: str = 'test',
     "Per-token likelihood numbers of `model` on a task split, as its mode's `likelihood` defines them (weighted by tokens), and `n_tokens`."
     mode = mode_of_model(model)
     if mode.likelihood is None: raise ValueError(f"a {mode.name} checkpoint has no likelihood numbers (its mode registers no `likelihood`)")
-    examples = [tokenize_example(ex['messages'], tokenizer) for ex in task_examples(task, split, seed)[:n]]
+    examples = [tokenize_example(ex['messages'], tokenizer) for ex in split_examples(task, split, n, seed)]
     coll = DLLMCollator(tokenizer.pad_token_id, tokenizer.eos_token_id, **mode.likelihood_collate(block_size))
     device, sums, n_tok = next(model.parameters()).device, {}, 0
     for s in range(0, len(examples), batch_size):
@@ -118,7 +128,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog='python -m dllm_nb.eval', description='Evaluate a dllm_nb checkpoint.')
     ap.add_argument('--checkpoint', required=True)
     ap.add_argument('--task', required=True, choices=sorted(TASKS), help='built-in task (checked before the model loads)')
-    ap.add_argument('--split', default='test', choices=['train', 'validation', 'val', 'test']); ap.add_argument('--n', type=at_least(1), default=None, help='first N examples')
+    ap.add_argument('--split', default='test', choices=['train', 'validation', 'val', 'test']); ap.add_argument('--n', type=at_least(1), default=None, help='first N examples (the test split goes on past its 200 with held-out prompts)')
     ap.add_argument('--max-new-tokens', type=at_least(1), default=None, help="default: the run's dllm.max_new_tokens (40)")
     ap.add_argument('--steps', type=at_least(1), default=None, help='total denoising steps (mdlm; default: one per token)')
     ap.add_argument('--steps-per-block', type=at_least(1), default=None, help='denoising steps per block (block_diffusion; default: the block size)')

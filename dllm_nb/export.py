@@ -10,7 +10,8 @@ from typing import Union
 from .checkpoint import is_training_checkpoint, load_checkpoint, load_training_checkpoint, saved_run
 from .cli import debug_requested, load_error
 from .config import config_to_dict, mode_block_size
-from .data import MIXES, TASK_SCOPES, TASKS, as_messages, task_examples
+from .builtin import MIXES, TASK_SCOPES, TASKS, task_examples
+from .data import as_messages
 from .datafiles import json_rows
 from .distributed import full_state_dict
 from .eval import sampler_settings

@@ -12,7 +12,7 @@ from torch import Tensor, nn
 from fastcore.basics import patch
 from fastcore.imports import IN_NOTEBOOK
 from .core import moved_names
-from .data import addition_response, builtin_examples
+from .builtin import addition_response, builtin_examples
 from .eval import saved_canvas, score_completion
 from .checkpoint import load_checkpoint, saved_block_size
 from .generate import generate

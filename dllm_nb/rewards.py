@@ -6,7 +6,7 @@
 from __future__ import annotations
 import importlib, inspect, math
 from typing import Callable, Optional
-from .data import task_reward
+from .builtin import task_reward
 from .tasks import SHAPED_REWARDS
 
 # %% auto 0

@@ -18,7 +18,7 @@ from .checkpoint import (finite_checkpoints, load_checkpoint, preflight, resume_
                                 saved_run, unlock_run_dir, ResumeError, UnsafeCheckpointError)
 from .config import Config, load_config, save_config
 from .core import ConfigError, splitmix64
-from .data import TASKS, task_examples, task_reward
+from .builtin import TASKS, task_examples, task_reward
 from .distributed import all_reduce_sum, is_dist, lost_peer
 from .eval import exact_match
 from .export import write_rl_final

@@ -85,7 +85,7 @@ def summarize(records: list[dict]) -> str:
 # %% ../nbs/11_train.ipynb
 def report_builtin(model, tokenizer, cfg, n: int = 100) -> dict:
     "Exact match on the test split of every task in a `builtin:` dataset; prints accuracy and 3 generations."
-    from dllm_nb.data import MIXES, TASKS
+    from dllm_nb.builtin import MIXES, TASKS
     from dllm_nb.eval import exact_match, sampler_settings
     name = cfg.data.dataset.removeprefix('builtin:')
     tasks = MIXES.get(name, [name] if name in TASKS else [])

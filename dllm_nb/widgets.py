@@ -13,7 +13,9 @@ from .core import printable, row_generators
 from .masks import build_batched_block_mask, bd3_training_mask, plot_block_mask
 from .corruption import (sample_t, corrupt_uniform, corrupt_blockwise, corrupt_uniform_random,
                                 corrupt_all_masked)
-from .data import load_tokenizer, builtin_examples, tokenize_example
+from .builtin import builtin_examples
+from .data import tokenize_example
+from .tokenizer import load_tokenizer
 
 # %% auto 0
 __all__ = ['Segment', 'CORRUPTIONS', 'key_runs', 'describe_keys', 'MaskState', 'draw_mask_state', 'mask_explorer', 'as_tokenized',

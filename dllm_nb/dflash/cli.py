@@ -99,7 +99,7 @@ def self_distill(target: nn.Module, tokenizer, prompts: Sequence[str], out_path,
 def head_cli(args) -> int:
     "`python -m dllm_nb.dflash head --target T --data DISTILLED.jsonl --out DIR`: train and save a `NextTokenHead`."
     import hashlib
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     tok, target = load_tokenizer(args.target), load_target(args.target)
     P, R = chat_responses(args.data, tok)
     P, R = P[:args.limit], R[:args.limit]
@@ -137,7 +137,7 @@ def head_cli(args) -> int:
 def main(argv: Optional[list[str]] = None) -> int:
     "`python -m dllm_nb.dflash distill ...`: self-distillation data; `python -m dllm_nb.dflash head ...`: a `NextTokenHead`."
     import argparse
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     ap = argparse.ArgumentParser(prog='python -m dllm_nb.dflash', description='DFlash utilities.')
     sub = ap.add_subparsers(dest='cmd', required=True)
     d = sub.add_parser('distill', help="write a target's own responses to a prompt set as chat JSONL (resumable)")
@@ -188,7 +188,7 @@ def speculative_settings(args, device, head: bool = False) -> dict:
 def speculative_cli(args, prompts: list[str]) -> int:
     "`python -m dllm_nb.generate --checkpoint DRAFTER --speculative`: lossless greedy decoding of the drafter's target."
     from dllm_nb.core import default_device
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     from dllm_nb.sampling import encode_prompts
     if args.temperature: raise SystemExit(f"--speculative is greedy (lossless) only; got --temperature {args.temperature}.")
     device = args.device or default_device()
