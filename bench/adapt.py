@@ -376,7 +376,7 @@ def main():
     one_thread()
     from transformers.utils import logging as hf_logging
     hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar()
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     gguf, runs = args.gguf or default_gguf(), Path(args.runs)
     examples = heldout_examples(args.n)
     tok = load_tokenizer(gguf)

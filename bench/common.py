@@ -97,7 +97,7 @@ def default_gguf() -> str:
 
 def heldout_examples(n: int, tasks=TASKS) -> list[dict]:
     "The first `n` test examples of each built-in task, each with its `task`."
-    from dllm_nb.data import builtin_examples
+    from dllm_nb.builtin import builtin_examples
     return [dict(ex, task=t) for t in tasks for ex in builtin_examples(t, 'test')[:n]]
 
 

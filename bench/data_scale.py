@@ -29,7 +29,7 @@ TINY = ['dllm.mode=mdlm', 'model.hidden_size=32', 'model.num_layers=1', 'model.n
 def vocabulary() -> np.ndarray:
     "The English words of the shipped tokenizer's corpus (about 300), most frequent first: text it tokenizes as a real one would."
     from collections import Counter
-    from dllm_nb.data import tokenizer_corpus
+    from dllm_nb.tokenizer import tokenizer_corpus
     counts = Counter(w for t in tokenizer_corpus() for w in re.findall(r'[a-z]+', t.lower()))
     return np.array([w for w, _ in counts.most_common()])
 

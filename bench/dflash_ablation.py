@@ -32,7 +32,7 @@ def seen_rows(path, tok, n, n_tokens):
 
 
 def main():
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     from dllm_nb.dflash import DFlashDrafter, load_target, offset_accuracy, read_prompts, replay_acceptance
     from dllm_nb.cli import at_least, at_least_float, off_or_at_least
     ap = argparse.ArgumentParser()

@@ -141,7 +141,7 @@ def train(name, D, test, layers, soft, attention, rows, seed, E, W, vocab, tok2h
 
 
 def main():
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     from dllm_nb.dflash import chat_responses, draft_vocab, load_target, read_prompts
     ap = argparse.ArgumentParser()
     ap.add_argument('--target', required=True)

@@ -97,7 +97,7 @@ def run_torchrun(args, mode, seed, path, over):
 
 def speculation_stats(model, tok, n: int = 20, max_new: int = 40) -> dict:
     "hybrid: tokens per backbone call of its self-speculative sampler, and tokens/s against HF generate + KV cache of the same backbone (batch 1)."
-    from dllm_nb.data import task_examples
+    from dllm_nb.builtin import task_examples
     from dllm_nb.ar import generate_autoregressive_cached
     from dllm_nb.sampling import encode_prompts
     from dllm_nb.hybrid import generate_hybrid

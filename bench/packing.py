@@ -37,7 +37,7 @@ MEDIAN, SIGMA, LO, HI = 300, 0.8, 24, 2000
 
 def write_chats(path: Path, n: int, seed: int = 0) -> None:
     "`n` single-turn chats, total length ~ lognormal(median 300 tokens, sigma 0.8) in [24, 2000], a fifth of it the prompt."
-    from dllm_nb.data import tokenizer_corpus
+    from dllm_nb.tokenizer import tokenizer_corpus
     words = [w for w, _ in Counter(w for t in tokenizer_corpus() for w in re.findall(r'[a-z]+', t.lower())).most_common()]
     rng = np.random.default_rng(seed)
     p = 1 / np.arange(1, len(words) + 1) ** 1.1; p /= p.sum()

@@ -36,7 +36,7 @@ MODES = {
 
 
 def make_target(path: Path) -> str:
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     from dllm_nb.models import build_backbone, tiny_config
     tok = load_tokenizer()
     torch.manual_seed(0)

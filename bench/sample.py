@@ -31,7 +31,7 @@ import torch
 from transformers.utils import logging as hf_logging
 
 from common import best_of, one_thread, run_samplers
-from dllm_nb.data import builtin_examples
+from dllm_nb.builtin import builtin_examples
 from dllm_nb.ar import generate_autoregressive_cached
 from dllm_nb.mdlm import generate_mdlm, generate_mdlm_cached, MaskedDiffusionLM
 from dllm_nb.block_diffusion import generate_block_diffusion, BlockDiffusionLM

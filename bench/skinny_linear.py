@@ -55,7 +55,7 @@ def main():
     args = ap.parse_args()
     one_thread()
     target = args.target or default_gguf()
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     model, tok = load_target(target).eval(), load_tokenizer(target)
     print(f'target {target}; one thread; process CPU ms per cached pass after {args.context} tokens (median of {args.reps}), '
           f'stock and skinny alternating')

@@ -28,7 +28,7 @@ import argparse, collections, contextlib, time
 from pathlib import Path
 
 from common import one_thread, timed
-from dllm_nb.data import task_examples
+from dllm_nb.builtin import task_examples
 from dllm_nb.dflash import DFlashDrafter, draft_block, load_drafter, speculative_generate, target_greedy, target_id
 from dllm_nb.cli import at_least, at_least_float, off_or_at_least
 from dllm_nb.sampling import encode_prompts, skinny_linears
@@ -52,7 +52,7 @@ def train_drafter(out: Path, steps: int, block_size: int, extra: list[str]):
 
 def bench_real(args):
     "The real-target bench (see the module docstring)."
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     from dllm_nb.dflash import read_prompts
     one_thread()
     target_path = target_id(args.target)                 # as drafters record it
@@ -172,7 +172,7 @@ def main():
         train_drafter(out, args.drafter_steps, args.block_size, args.overrides)
     print(f'drafter ready ({time.perf_counter() - tic:.0f} s)')
     drafter = DFlashDrafter.from_pretrained(out / 'drafter' / 'final')
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     tok, target = load_tokenizer(out / 'drafter' / 'final'), drafter.target
     prompts = [ex['messages'][0]['content'] for t in ('addition', 'reverse') for ex in task_examples(t, 'test')[:args.n]]
     ids = encode_prompts(prompts, tok)

@@ -14,8 +14,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from fastcore.basics import patch
 from fastcore.imports import IN_NOTEBOOK
-from .checkpoint import (finite_checkpoints, load_checkpoint, preflight, resume_checkpoint, save_checkpoint, saved_block_size,
-                                saved_run, unlock_run_dir, ResumeError, UnsafeCheckpointError)
+from .checkpoint import finite_checkpoints, load_checkpoint, resume_checkpoint, save_checkpoint, saved_block_size, saved_run, ResumeError, UnsafeCheckpointError
+from .rundir import preflight, unlock_run_dir
 from .config import Config, load_config, save_config
 from .core import ConfigError, splitmix64
 from .builtin import TASKS, task_examples, task_reward

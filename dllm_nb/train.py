@@ -9,7 +9,8 @@ from pathlib import Path
 import torch
 from .cli import debug_requested
 from .config import ConfigError, config_help, load_config, save_config
-from .checkpoint import ResumeError, UnsafeCheckpointError, preflight, unlock_run_dir
+from .checkpoint import ResumeError, UnsafeCheckpointError
+from .rundir import preflight, unlock_run_dir
 from .core import moved_names
 from .data import DataError, load_data
 from .distributed import cleanup, init_distributed, lost_peer

@@ -13,9 +13,9 @@ import torch
 from fastcore.basics import patch
 from torch import Tensor
 from tqdm.auto import tqdm
-from .checkpoint import (finite_checkpoints, holds_lock, lock_run_dir, resume_checkpoint, save_checkpoint,
-                                unlock_run_dir, weights_finite)
-from .checkpoint import RERUN_HINT, RUN_FILES, preflight   # noqa: F401  (their old home; the CLI imports them here)
+from .checkpoint import finite_checkpoints, resume_checkpoint, save_checkpoint, weights_finite
+from .rundir import holds_lock, lock_run_dir, unlock_run_dir
+from .rundir import RERUN_HINT, RUN_FILES, preflight   # noqa: F401  (the CLI imports them from the trainer)
 from .config import ConfigError, mode_block_size, save_config
 from .core import moved_names, sample_seed, sample_seeds, slow_bf16_warning, stream_seed
 from .data import dataset_fingerprint, load_data, token_lengths

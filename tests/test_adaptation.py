@@ -45,7 +45,7 @@ def _cli(*args):
 
 
 def test_generate_cli_verified_is_the_encoders_greedy_output(tmp_path):
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     from dllm_nb.ar import generate_autoregressive_cached
     from dllm_nb.models import build_backbone, tiny_config
     from dllm_nb.block_diffusion import BlockDiffusionLM
@@ -66,7 +66,7 @@ def test_generate_cli_verified_is_the_encoders_greedy_output(tmp_path):
 def test_generate_cli_dtype(tmp_path, monkeypatch, capsys):
     "`--dtype bfloat16` decodes with bf16 weights (the sampler sees them), and the output is the bf16 backbone's greedy decoding."
     import dllm_nb.generate as G
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     from dllm_nb.ar import generate_autoregressive_cached
     from dllm_nb.models import build_backbone, tiny_config
     from dllm_nb.block_diffusion import BlockDiffusionLM
@@ -87,7 +87,7 @@ def test_generate_cli_max_draft_rows(tmp_path, capsys):
     "`--max-draft-rows` reaches the verified sampler (0: no drafts, the same greedy output); without --verified it is refused."
     import dllm_nb.generate as G
     import dllm_nb.block_diffusion.speculative as BS
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     from dllm_nb.models import build_backbone, tiny_config
     from dllm_nb.block_diffusion import BlockDiffusionLM
     tok = load_tokenizer(); torch.manual_seed(0)

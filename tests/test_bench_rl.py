@@ -7,7 +7,7 @@ from types import SimpleNamespace
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'bench'))
 import rl as bench_rl
-from dllm_nb.data import task_examples
+from dllm_nb.builtin import task_examples
 
 
 def test_held_out_is_the_test_split_then_unseen_prompts():

@@ -194,7 +194,7 @@ def test_round_trip_through_yaml_and_cli(mode, block, steps, lr, sc, ts):
 
 def test_mdlm_ar_loss_weight_and_suffix_masks_reach_the_strategy():
     "mdlm.ar_loss_weight / suffix_mask_prob are wired from the config to MDLMStrategy (0 by default; mdlm_cpu.yaml sets them)."
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     from dllm_nb.modes import build_strategy
     tok = load_tokenizer(None)
     for path, overrides, want in ((None, ['dllm.mode=mdlm'], (0.0, 0.0)),

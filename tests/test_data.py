@@ -6,9 +6,9 @@ import pytest
 from datasets import Dataset
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from dllm_nb.data import (END, ROLE_TOKENS, SPECIAL_TOKENS, asset_dir, build_tokenizer, builtin_examples,
-                          ensure_chat_tokens, has_generation_tags, load_sft_dataset, load_tokenizer, task_answer,
-                          task_examples, tokenize_example)
+from dllm_nb.builtin import builtin_examples, task_answer, task_examples
+from dllm_nb.data import load_sft_dataset, tokenize_example
+from dllm_nb.tokenizer import END, ROLE_TOKENS, SPECIAL_TOKENS, asset_dir, build_tokenizer, ensure_chat_tokens, has_generation_tags, load_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -21,7 +21,7 @@ def run(args, timeout=600):
 
 
 def make_target(path: Path):
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     from dllm_nb.models import build_backbone, tiny_config
     tok = load_tokenizer()
     torch.manual_seed(0)
@@ -191,7 +191,8 @@ def test_speculative_cli_checks_copy_flags_before_loading(tmp_path):
 def test_chat_responses_renders_answers_and_names_a_bad_row(tmp_path):
     "The corpus reader: each row's answer tokens as rendered in training; a row without a final assistant turn is named by line."
     import pytest
-    from dllm_nb.data import DataError, load_tokenizer
+    from dllm_nb.data import DataError
+    from dllm_nb.tokenizer import load_tokenizer
     from dllm_nb.dflash import NgramIndex, chat_responses
     tok = load_tokenizer()
     rows = [dict(messages=[dict(role='user', content='What is 1 + 2?'), dict(role='assistant', content='The sum is 3.')]),

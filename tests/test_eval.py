@@ -30,7 +30,8 @@ def test_score_completion(task, text, answer, ok):
 
 
 def test_exact_match_counts_with_scripted_sampler():
-    from dllm_nb.data import load_tokenizer, task_examples
+    from dllm_nb.builtin import task_examples
+    from dllm_nb.tokenizer import load_tokenizer
     tok = load_tokenizer()
     exs = task_examples('reverse', 'test')[:10]
     answers = {e['messages'][0]['content']: e['answer'] for e in exs}
@@ -125,7 +126,7 @@ def test_autoregressive_baseline_matches_naive_loop():
 
 
 def test_eval_cli(tmp_path):
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     torch.manual_seed(0)
     MaskedDiffusionLM(build_backbone(tiny_config(vocab_size=len(load_tokenizer()), hidden_size=32))).save_pretrained(tmp_path)
     env = {**os.environ, 'PYTHONPATH': os.getcwd()}
@@ -138,7 +139,7 @@ def test_eval_cli(tmp_path):
 
 def test_eval_cli_steps_mean_one_thing(tmp_path, capsys):
     "Issue 23: eval's --steps is the total (mdlm), --steps-per-block the block count (block_diffusion), as in generate."
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     from dllm_nb.eval import main
     from dllm_nb.block_diffusion import BlockDiffusionLM
     torch.manual_seed(0)

@@ -36,7 +36,7 @@ def one_error_line(r) -> str:
 
 @pytest.fixture(scope='module')
 def tok():
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     return load_tokenizer()
 
 
@@ -92,7 +92,7 @@ def test_truncate_to_nothing_is_dropped_and_counted(tmp_path, tok, caplog):
 
 
 def test_tiny_dataset_big_batch_warns(tmp_path, caplog):
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     from dllm_nb.data import load_datasets
     cfg = cfg_of(tmp_path, f'data.dataset={write_rows(tmp_path / "one.jsonl", [ROW])}', 'data.val_size=0',
                  'data.train_size=null', 'train.global_batch_size=32', 'train.micro_batch_size=16')
@@ -102,7 +102,8 @@ def test_tiny_dataset_big_batch_warns(tmp_path, caplog):
 
 
 def test_val_size_message_names_the_real_problem(tmp_path):
-    from dllm_nb.data import DataError, load_tokenizer
+    from dllm_nb.data import DataError
+    from dllm_nb.tokenizer import load_tokenizer
     from dllm_nb.data import load_datasets
     cfg = cfg_of(tmp_path, f'data.dataset={write_rows(tmp_path / "d.jsonl", [ROW] * 3)}', 'data.train_size=null')
     with pytest.raises(DataError, match=r'data\.val_size=8 would hold out all 3 usable training examples'):
@@ -138,7 +139,7 @@ def test_cli_preflight_before_any_setup(tmp_path):
 
 def test_output_dir_not_writable_or_under_a_file(tmp_path):
     from dllm_nb.config import ConfigError
-    from dllm_nb.checkpoint import preflight
+    from dllm_nb.rundir import preflight
     (tmp_path / 'f').write_text('x')
     with pytest.raises(ConfigError, match="lies under the file"): preflight(cfg_of(tmp_path / 'f' / 'run'))
     if os.geteuid() != 0:                                             # root may write anywhere
@@ -158,7 +159,7 @@ def test_cli_eval_rejects_unknown_task_before_loading(tmp_path, monkeypatch, cap
 @pytest.fixture(scope='module')
 def tiny_export(tmp_path_factory):
     "A tiny MDLM `final/` folder (random weights) and its tokenizer."
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     from dllm_nb.modes import build_model
     d, tok = tmp_path_factory.mktemp('final'), load_tokenizer()
     model, _ = build_model(cfg_of(d), tok)
@@ -185,7 +186,7 @@ def test_generate_truncated_final_says_so(tiny_export, tmp_path, capsys):
 
 def test_generate_default_max_new_tokens_fits_builtin_answers(tok):
     "The longest built-in response (worked steps + answer + EOS) fits the CLI's default --max-new-tokens."
-    from dllm_nb.data import TASKS, task_examples
+    from dllm_nb.builtin import TASKS, task_examples
     from dllm_nb.generate import DEFAULT_MAX_NEW_TOKENS, _parser
     n = _parser().parse_args(['--checkpoint', 'x']).max_new_tokens or DEFAULT_MAX_NEW_TOKENS   # no final/ run record
     longest = max(len(tok(e['messages'][1]['content'])['input_ids']) + 1 for t in TASKS for e in task_examples(t, 'test'))
@@ -268,7 +269,7 @@ def test_cli_never_exports_nonfinite_model(tmp_path, monkeypatch, capsys):
 def test_reused_output_dir_refused_unless_resume_or_overwrite(tmp_path, capsys):
     from dllm_nb.config import ConfigError
     from dllm_nb.checkpoint import list_checkpoints
-    from dllm_nb.checkpoint import preflight
+    from dllm_nb.rundir import preflight
     from dllm_nb.trainer import Trainer
     Trainer(cfg_of(tmp_path, 'train.max_steps=2'), quiet=True).fit()
     with pytest.raises(ConfigError, match=r"already holds a run \(ckpt-0000002, .*\); resume it with train.resume=auto, "
@@ -748,10 +749,10 @@ def test_second_signal_ends_at_once(tmp_path):
 
 def test_fit_holds_the_folder_lock(tmp_path):
     "The in-process API too: Trainer.fit refuses a folder another process holds, and releases the lock it took."
-    from dllm_nb.checkpoint import holds_lock
+    from dllm_nb.rundir import holds_lock
     from dllm_nb.config import ConfigError
     from dllm_nb.trainer import Trainer
-    p = subprocess.Popen([sys.executable, '-c', f"from dllm_nb.checkpoint import lock_run_dir; import time; "
+    p = subprocess.Popen([sys.executable, '-c', f"from dllm_nb.rundir import lock_run_dir; import time; "
                           f"lock_run_dir({str(tmp_path)!r}); print('held', flush=True); time.sleep(60)"],
                          env=ENV, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
@@ -764,7 +765,7 @@ def test_fit_holds_the_folder_lock(tmp_path):
 
 # ---------------------------------------------------------------- issue 55 item 6: a resume on an edited data file
 def _chat_file(path, n=40):
-    from dllm_nb.data import builtin_examples
+    from dllm_nb.builtin import builtin_examples
     return write_rows(path, builtin_examples('addition', 'test', sizes=dict(test=n)))
 
 

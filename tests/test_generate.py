@@ -221,7 +221,7 @@ def _run(*args):
 
 @pytest.mark.parametrize('cls', [MaskedDiffusionLM, BlockDiffusionLM])
 def test_cli_end_to_end(cls, tmp_path):
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     tok = load_tokenizer()
     _model(cls, vocab=len(tok)).save_pretrained(tmp_path / 'ckpt')
     (tmp_path / 'prompts.txt').write_text('What is 12 + 34?\n\nReverse the words: cat dog\n')

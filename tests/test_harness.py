@@ -18,7 +18,7 @@ def run(*a, cwd, extra=()):
 
 def tiny_checkpoint(path, kind='ar'):
     "A tiny random checkpoint with the shipped tokenizer: `ar` (CausalLM) or `bd` (random-token block diffusion)."
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     from dllm_nb.models import build_backbone, tiny_config
     from dllm_nb.block_diffusion import BlockDiffusionLM
     from dllm_nb.ar import CausalLM

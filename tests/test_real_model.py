@@ -57,7 +57,7 @@ def hf_dir():
 
 @pytest.fixture
 def tok(hf_dir):
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     return load_tokenizer(hf_dir)
 
 
@@ -66,12 +66,14 @@ def test_gguf_folder_is_cached_and_plain_hf(hf_dir):
     assert gguf_to_hf(GGUF) == hf_dir                                      # second call: the cached folder
     cfg = json.loads((hf_dir / 'config.json').read_text())
     assert 'quantization_config' not in cfg and cfg['vocab_size'] == 49152
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     assert len(load_tokenizer(GGUF)) == 49152                               # a .gguf path works for the tokenizer too
 
 
 def test_rendered_spans_equal_tagged_spans(tok, tmp_path):
-    from dllm_nb.data import builtin_examples, has_generation_tags, load_sft_dataset, tokenize_example
+    from dllm_nb.builtin import builtin_examples
+    from dllm_nb.data import load_sft_dataset, tokenize_example
+    from dllm_nb.tokenizer import has_generation_tags
     assert 'add_generation_prompt' in tok.chat_template and not has_generation_tags(tok.chat_template)
     tagged = copy.deepcopy(tok); tagged.chat_template = tagged_chatml(tok.chat_template)
     assert has_generation_tags(tagged.chat_template)
@@ -93,7 +95,8 @@ def test_rendered_spans_equal_tagged_spans(tok, tmp_path):
 
 def test_no_split_runs_in_block_diffusion_batches(tok):
     from dllm_nb.collate import DLLMCollator, supervised_runs
-    from dllm_nb.data import builtin_examples, tokenize_example
+    from dllm_nb.builtin import builtin_examples
+    from dllm_nb.data import tokenize_example
     rows = [tokenize_example(c, tok, mask_history=True) for c in MULTI_TURN + [e['messages'] for e in builtin_examples('default')[:6]]]
     for r in rows:
         assert r['loss_mask'][-1] == 1 and r['input_ids'][-1] == tok.eos_token_id   # ends on the reply's EOS
@@ -106,7 +109,7 @@ def test_no_split_runs_in_block_diffusion_batches(tok):
 
 
 def test_mask_token_reuse_vs_add(hf_dir):
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     from dllm_nb.models import add_mask_token, build_backbone, tiny_config
     tok = load_tokenizer(hf_dir); n = len(tok)
     assert tok.mask_token is None                                            # load_tokenizer adds no mask token

@@ -12,7 +12,7 @@ ENV = {**os.environ, 'OMP_NUM_THREADS': '1', 'HF_HUB_OFFLINE': '1', 'TOKENIZERS_
 
 def make_init(d: Path, kind: str = 'block_diffusion') -> Path:
     "A tiny random policy of `kind` saved as a final/-style folder (weights + tokenizer)."
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     from dllm_nb.models import build_backbone, tiny_config
     from dllm_nb.block_diffusion import BlockDiffusionLM
     from dllm_nb.ar import CausalLM
@@ -162,7 +162,7 @@ def test_bad_task_file_is_one_line(work, task, text, says, capsys):
 
 def test_lora_reference_is_the_base_model_without_a_copy():
     "With `model.lora` and beta > 0 the KL reference is the policy with its adapters off: the base model's log-probs, no second copy."
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     from dllm_nb.lora import add_lora
     from dllm_nb.models import build_backbone, tiny_config
     from dllm_nb.block_diffusion import BlockDiffusionLM

@@ -79,7 +79,7 @@ def test_torchrun_cli_checkpoints_and_resume(tmp_path):
     assert (full / 'loss_curve.png').exists()
     card = (full / 'final' / 'README.md').read_text()                    # the model card, from the run's own data
     assert str(tmp_path) not in card and '--checkpoint . --prompt' in card   # an absolute output_dir: shown as '.'
-    from dllm_nb.data import task_examples
+    from dllm_nb.builtin import task_examples
     for task in ('addition', 'reverse'):
         first = task_examples(task, 'test')[0]['messages'][0]['content']
         assert f"| `{first}` |" in card                                  # a test prompt of each task, with its result
@@ -142,7 +142,7 @@ def test_resume_check_ignores_other_modes_sections():
 
 def _tiny_base(path):
     "A small pretrained-style checkpoint folder (random weights + the shipped tokenizer) for model.path."
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     from dllm_nb.models import build_backbone, tiny_config
     tok = load_tokenizer()
     torch.manual_seed(0)
@@ -154,7 +154,7 @@ def _tiny_base(path):
 def test_ar_mode_exports_a_plain_causal_lm(tmp_path):
     "dllm.mode=ar trains the backbone causally; final/ loads and decodes with plain transformers; generate uses it."
     from transformers import AutoModelForCausalLM
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     out = tmp_path / 'ar'
     run([sys.executable, '-m', 'dllm_nb.train', '--config', 'configs/default.yaml', 'dllm.mode=ar', 'train.max_steps=2',
          f'output_dir={out}', '--eval-n', '0'] + TINY)

@@ -5,7 +5,7 @@
 import argparse
 from pathlib import Path
 
-from dllm_nb.data import asset_dir, build_tokenizer
+from dllm_nb.tokenizer import asset_dir, build_tokenizer
 
 if __name__ == '__main__':
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

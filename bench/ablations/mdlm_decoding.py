@@ -14,7 +14,7 @@ import os, re, sys, json, torch
 from torch import nn
 from datasets import disable_progress_bars; disable_progress_bars()
 from dllm_nb.config import load_config
-from dllm_nb.data import load_tokenizer
+from dllm_nb.tokenizer import load_tokenizer
 from dllm_nb.modes import build_model
 from dllm_nb.eval import exact_match, generate_autoregressive, sampler_settings
 

@@ -13,7 +13,9 @@ import torch.nn.functional as F
 from bench.common import one_thread, repeat
 from dllm_nb.collate import DLLMCollator
 from dllm_nb.core import sample_seeds
-from dllm_nb.data import builtin_examples, load_tokenizer, tokenize_example
+from dllm_nb.builtin import builtin_examples
+from dllm_nb.data import tokenize_example
+from dllm_nb.tokenizer import load_tokenizer
 from dllm_nb.hybrid import HybridDiffusionLM
 from dllm_nb.models import build_backbone, tiny_config
 from dllm_nb.block_diffusion import BlockDiffusionLM

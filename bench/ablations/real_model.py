@@ -20,7 +20,7 @@ from bench.common import ROOT, default_gguf, one_thread, peak_rss_mb, timed
 
 
 def prompts(n=4):
-    from dllm_nb.data import builtin_examples
+    from dllm_nb.builtin import builtin_examples
     return [e['messages'][0]['content'] for e in builtin_examples('default', 'test')[:n]]
 
 
@@ -57,7 +57,7 @@ def worker(mode: str, gguf: str, steps: int, new: int) -> dict:
 def ar_worker(gguf: str, new: int) -> dict:
     import torch
     from transformers import AutoModelForCausalLM
-    from dllm_nb.data import load_tokenizer
+    from dllm_nb.tokenizer import load_tokenizer
     from dllm_nb.gguf import gguf_to_hf
     path = gguf_to_hf(gguf)
     tok = load_tokenizer(path); tok.padding_side = 'left'

@@ -13,7 +13,7 @@ nbs/16_rl.ipynb).
 """
 import argparse, inspect, statistics, time
 import torch
-from dllm_nb.data import task_examples
+from dllm_nb.builtin import task_examples
 from dllm_nb.checkpoint import load_checkpoint, saved_block_size
 from dllm_nb.eval import saved_canvas
 from dllm_nb.modes import mode_of_model
