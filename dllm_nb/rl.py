@@ -4,9 +4,8 @@
 
 # %% ../nbs/16_rl.ipynb 2
 from __future__ import annotations
-import argparse, copy, inspect, math, os, random, signal, sys, time
+import argparse, copy, inspect, math, os, signal, sys, time
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 import torch
@@ -17,8 +16,9 @@ from fastcore.imports import IN_NOTEBOOK
 from .checkpoint import finite_checkpoints, load_checkpoint, resume_checkpoint, save_checkpoint, saved_block_size, saved_run, ResumeError, UnsafeCheckpointError
 from .rundir import preflight, unlock_run_dir
 from .config import Config, load_config, save_config
-from .core import ConfigError, splitmix64
-from .builtin import TASKS, task_examples, task_reward
+from .core import ConfigError, moved_names
+from .builtin import TASKS, task_examples
+from .grpo import LossCounts, Rollout, policy_loss, rollout, step_prompts, step_seed
 from .distributed import all_reduce_sum, is_dist, lost_peer
 from .eval import exact_match
 from .export import write_rl_final
@@ -27,96 +27,17 @@ from .metrics import MetricsLogger, plot_rewards, read_metrics, trim_metrics
 from .models import DLLM_CONFIG_NAME
 from .rewards import RewardError, call_reward, load_reward
 from .modes import MODES, mode_of_model
-from .sampling import encode_prompts, progress_bar, reveal_order
+from .sampling import progress_bar
 from .trainer import DeferredInterrupt, Interrupted, lr_factor
 from .train import LOST_PEER_EXIT, list_keys, lost_peer_line
 
 # %% auto 0
-__all__ = ['RL_KEYS', 'group_advantages', 'LossCounts', 'policy_loss', 'through_eos', 'Rollout', 'rollout', 'step_seed',
-           'step_prompts', 'adapters_disabled', 'Reference', 'rl_modes', 'sync_grads', 'RLTrainer', 'parse_args',
-           'rl_keys', 'rl_preflight', 'main']
+__all__ = ['RL_KEYS', 'adapters_disabled', 'Reference', 'rl_modes', 'sync_grads', 'RLTrainer', 'parse_args', 'rl_keys',
+           'rl_preflight', 'main']
 
 # %% ../nbs/16_rl.ipynb
-def group_advantages(rewards: Tensor, group_size: int, scale: bool = True, eps: float = 1e-4) -> Tensor:
-    "`(r - mean_group) / (std_group + eps)` per completion (a group = `group_size` consecutive rows); `scale=False`: `r - mean_group`."
-    if rewards.numel() % group_size: raise ValueError(f"{rewards.numel()} rewards do not split into groups of {group_size}")
-    r = rewards.double().view(-1, group_size)
-    a = r - r.mean(1, keepdim=True)
-    if scale: a = a / (r.std(1, keepdim=True) + eps)
-    return a.view(-1).float()
-
-# %% ../nbs/16_rl.ipynb
-@dataclass
-class LossCounts:
-    "Global denominators of one update, summed over ranks before any forward (so any split of the rows gives one loss)."
-    tokens: int            # completion tokens of every row ('token')
-    rows: int              # completions ('sequence', 'constant')
-    max_new_tokens: int    # the rollout canvas ('constant': Dr. GRPO's fixed length)
-
-def policy_loss(new: Tensor, old: Tensor, adv: Tensor, valid: Tensor, counts: LossCounts, clip_eps: float = 0.2,
-                clip_eps_high: Optional[float] = None, ref: Optional[Tensor] = None, beta: float = 0.0,
-                agg: str = 'token') -> tuple[Tensor, dict]:
-    "Clipped-ratio objective (+ `beta` * k3 KL to `ref`) over `valid [B, L]` tokens; the loss and local sums for the metrics."
-    valid = valid.to(new.dtype)
-    ratio, A = torch.exp(new - old), adv[:, None].to(new.dtype)
-    lo, hi = 1 - clip_eps, 1 + (clip_eps if clip_eps_high is None else clip_eps_high)
-    per_tok = -torch.minimum(ratio * A, ratio.clamp(lo, hi) * A)
-    kl = torch.zeros_like(new) if ref is None else torch.exp(ref - new) - (ref - new) - 1
-    if ref is not None: per_tok = per_tok + beta * kl
-    if agg == 'token': loss = (per_tok * valid).sum() / max(counts.tokens, 1)
-    elif agg == 'sequence': loss = ((per_tok * valid).sum(1) / valid.sum(1).clamp(min=1)).sum() / max(counts.rows, 1)
-    elif agg == 'constant': loss = (per_tok * valid).sum() / max(counts.rows * counts.max_new_tokens, 1)
-    else: raise ValueError(f"unknown loss aggregation {agg!r}; use 'token', 'sequence' or 'constant'")
-    clipped = ((ratio < lo) & (A < 0)) | ((ratio > hi) & (A > 0))
-    sums = dict(kl=float((kl.detach() * valid).sum()), clipped=float((clipped * valid).sum()), tokens=float(valid.sum()))
-    return loss, sums
-
-# %% ../nbs/16_rl.ipynb
-def through_eos(row, eos_id: int) -> list[int]:
-    "A sampled canvas row up to and including its first EOS (the completion the policy wrote); the whole row if none."
-    row = row.tolist() if isinstance(row, Tensor) else list(row)
-    return row[:row.index(eos_id) + 1] if eos_id in row else row
-
-# %% ../nbs/16_rl.ipynb
-@dataclass
-class Rollout:
-    "One rollout batch: `G` consecutive completions per prompt, their rewards, accuracy and group advantages."
-    prompts: list[str]; answers: list; prompt_ids: list[list[int]]; completion_ids: list[list[int]]; texts: list[str]
-    rewards: Tensor; correct: Tensor; advantages: Tensor; seeds: list[int]
-    canvas: Optional[Tensor] = None   # [B, G] the sampled canvas and the step that revealed each position (`rl.estimator=trace`)
-    order: Optional[Tensor] = None
-
-def rollout(policy: nn.Module, tokenizer, rows: list[dict], group_size: int, reward: Callable, seeds: list[int],
-            max_new_tokens: int, temperature: float, task: str, spec: str = 'task', scale_rewards: bool = True,
-            trace: bool = False, **sample_kw) -> Rollout:
-    "Sample `group_size` completions for each of `rows` (`dict(prompt, answer)`) with the policy's own sampler, and score them."
-    mode, eos = mode_of_model(policy), tokenizer.eos_token_id
-    prompts = [r['prompt'] for r in rows for _ in range(group_size)]
-    answers = [r.get('answer') for r in rows for _ in range(group_size)]
-    prompt_ids = encode_prompts(prompts, tokenizer)
-    with torch.no_grad():
-        out = mode.sample(policy, prompt_ids, tokenizer, max_new_tokens, temperature=temperature, seeds=seeds,
-                          **(dict(return_trajectory=True) if trace else {}), **sample_kw)
-    comps = [through_eos(r, eos) for r in out.canvas]
-    texts = [tokenizer.decode(c, skip_special_tokens=True) for c in comps]
-    rewards = torch.tensor([call_reward(reward, p, t, a, spec) for p, t, a in zip(prompts, texts, answers)])
-    correct = rewards == 1.0 if spec == 'task' else torch.tensor([task_reward(task, p, t, a) == 1.0 for p, t, a in zip(prompts, texts, answers)])
-    return Rollout(prompts, answers, prompt_ids, comps, texts, rewards, correct, group_advantages(rewards, group_size, scale_rewards),
-                   list(seeds), *((out.canvas, reveal_order(out.trajectory)) if trace else ()))
-
-# %% ../nbs/16_rl.ipynb
-def step_seed(seed: int, step: int, *parts: int) -> int:
-    "A 63-bit seed for one draw of RL step `step` (prompts, a row's rollout, an update's masks), the same on every rank."
-    x = splitmix64(seed * 0x9E3779B1 + step)
-    for p in parts: x = splitmix64(x ^ (p + 1))
-    return x >> 1
-
-def step_prompts(rows: list[dict], prompts_per_step: int, seed: int, step: int, rank: int = 0, world_size: int = 1) -> list[int]:
-    "Indices of this rank's prompts at `step`: a seeded draw of the global batch, whole groups dealt to ranks in turn."
-    if prompts_per_step % world_size:
-        raise ConfigError([f"rl.prompts_per_step={prompts_per_step} must be a multiple of the world size {world_size} (groups are never split)"])
-    picked = random.Random(step_seed(seed, step)).sample(range(len(rows)), prompts_per_step)
-    return picked[rank::world_size]
+# the step's parts moved to dllm_nb.grpo (16b_grpo); an old import names the new place
+__getattr__ = moved_names(__name__, dict(group_advantages='grpo', through_eos='grpo'))
 
 # %% ../nbs/16_rl.ipynb
 @contextmanager

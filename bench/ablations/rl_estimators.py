@@ -18,7 +18,7 @@ from dllm_nb.checkpoint import load_checkpoint, saved_block_size
 from dllm_nb.eval import saved_canvas
 from dllm_nb.modes import mode_of_model
 from dllm_nb.rewards import load_reward
-from dllm_nb.rl import rollout
+from dllm_nb.grpo import rollout
 
 ESTIMATORS = (('mean_field', 1), ('coupled', 2), ('mc_elbo', 2))
 TRACE = (('trace', 4), ('trace', 0))          # (name, rl.trace_states): 4 states, every state
