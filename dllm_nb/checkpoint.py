@@ -26,7 +26,7 @@ from .distributed import all_reduce_sum, barrier
 # %% auto 0
 __all__ = ['STATE_FILES', 'RESUME_SAFE_KEYS', 'list_checkpoints', 'finite_checkpoints', 'newest_checkpoint',
            'UnsafeCheckpointError', 'write_trainer_state', 'read_trainer_state', 'read_dcp_metadata', 'SafeReader',
-           'SafeLoadPlanner', 'save_checkpoint', 'weights_finite', 'weight_mismatches', 'data_drift',
+           'SafeLoadPlanner', 'save_checkpoint', 'weights_finite', 'weight_mismatches', 'data_drift', 'drift_refusal',
            'restore_checkpoint', 'config_changes', 'ResumeError', 'resume_checkpoint', 'model_classes', 'saved_run',
            'saved_block_size', 'is_training_checkpoint', 'load_training_checkpoint', 'load_checkpoint']
 
@@ -229,14 +229,15 @@ def data_drift(st: dict, cfg) -> str | None:
     if new in (None, old['fingerprint']): return None
     return f"data.dataset={cfg.data.dataset} changed since it was saved ({old['fingerprint'][:19]} then, {new[:19]} now)"
 
-def _drift_refusal(path, drift: str) -> str:
+def drift_refusal(path, drift: str) -> str:
+    "The refusal line of a strict resume whose data file changed since checkpoint `path` (`drift`: how, from `data_drift`)."
     return (f"{path}: {drift}, so resuming would train on other rows in another order; restore the file, start over in a "
             "new output_dir, or set train.resume_strict=false to continue on the changed file")
 
 def _strictness(path: Path, st: dict, cfg, md, msd: dict, say: Callable) -> None:
     "Refuse (`ConfigError`) a resume that cannot continue the run; with `resume_strict=false` name what changes."
     changes, drift = config_changes(st['config'], cfg), data_drift(st, cfg)
-    problems = ([_drift_refusal(path, drift)] if drift else []) + ([
+    problems = ([drift_refusal(path, drift)] if drift else []) + ([
         f"{path} was trained with other values of {len(changes)} key(s) that change the run, so resuming would not continue "
         "it exactly; restore them, use a new output_dir, or set train.resume_strict=false to continue anyway", *changes] if changes else [])
     if problems and cfg.train.resume_strict: raise ConfigError(problems)

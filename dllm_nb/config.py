@@ -15,7 +15,7 @@ from typing import Literal, Optional, Sequence, Union, get_args, get_origin, get
 import yaml
 from .files import write_whole
 from .core import ConfigError   # noqa: F401  (defined with the shared types, so lower modules can raise it)
-from .config_checks import _batch_problem, validate_config
+from .config_checks import batch_problem, validate_config
 from .modes import get_mode, mode_names, mode_sections
 from .registry import MODES, config_fields, section_values
 
@@ -105,7 +105,7 @@ class TrainConfig:
 
     def grad_accum(self, world_size: int = 1) -> int:
         "Micro-batches per rank per step: `global_batch_size / (micro_batch_size * world_size)`, exactly."
-        problem = _batch_problem(self, world_size)
+        problem = batch_problem(self, world_size)
         if problem: raise ConfigError([problem])
         return self.global_batch_size // (self.micro_batch_size * world_size)
 

@@ -14,12 +14,13 @@ from .modes import get_mode, mode_names, mode_sections
 from .registry import MODES, config_fields
 
 # %% auto 0
-__all__ = ['validate_config']
+__all__ = ['batch_problem', 'validate_config']
 
 # %% ../nbs/09d_config_checks.ipynb
 def _divisors(n: int) -> list[int]: return [d for d in range(1, n + 1) if n % d == 0]
 
-def _batch_problem(t: TrainConfig, world_size: int) -> Optional[str]:
+def batch_problem(t: TrainConfig, world_size: int) -> Optional[str]:
+    "Why `global_batch_size` does not split into whole micro-batches on `world_size` ranks, with numbers that work; None if it does."
     G, mb, W = t.global_batch_size, t.micro_batch_size, world_size
     if G < 1 or mb < 1: return f"train.global_batch_size={G} and train.micro_batch_size={mb} must both be >= 1"
     if G % (mb * W) == 0: return None
@@ -108,7 +109,7 @@ def _other_mode_problems(cfg: Config) -> list[str]:
 
 # %% ../nbs/09d_config_checks.ipynb
 def _train_problems(t: TrainConfig, world_size: int) -> list[str]:
-    p = [q for q in [_batch_problem(t, world_size)] if q]
+    p = [q for q in [batch_problem(t, world_size)] if q]
     if t.max_steps < 1: p.append(f"train.max_steps={t.max_steps} must be >= 1")
     if t.lr <= 0: p.append(f"train.lr={t.lr} must be > 0")
     if not 0 <= t.min_lr_ratio <= 1: p.append(f"train.min_lr_ratio={t.min_lr_ratio} must be in [0, 1]")

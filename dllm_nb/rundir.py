@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable
 from huggingface_hub import try_to_load_from_cache
 from .builtin import MIXES, TASKS
-from .checkpoint import _drift_refusal, data_drift, finite_checkpoints, read_trainer_state
+from .checkpoint import drift_refusal, data_drift, finite_checkpoints, read_trainer_state
 from .core import ConfigError
 from .modes import get_mode
 
@@ -97,7 +97,7 @@ def _resume_drift_problem(cfg) -> str | None:
     ckpt = (finite_checkpoints(cfg.output_dir)[-1:] or [None])[-1] if t.resume == 'auto' else Path(t.resume)
     try: drift = ckpt and data_drift(read_trainer_state(ckpt), cfg)
     except Exception: return None                                      # a broken checkpoint: the resume names it (or falls back)
-    return _drift_refusal(ckpt, drift) if drift else None
+    return drift_refusal(ckpt, drift) if drift else None
 
 def _dataset_problem(name: str) -> str | None:
     if not name.startswith('builtin:') or name.removeprefix('builtin:') in {*TASKS, *MIXES}: return None

@@ -40,3 +40,14 @@ def test_top_up_holds_the_control_to_rl_seconds(tmp_path, monkeypatch):
     assert 'train.max_steps=1050' in calls[0] and 'train.resume=auto' in calls[0]
     assert json.loads((tmp_path / 'sftc' / 'cpu_s.json').read_text()) == dict(cpu_s=110.0, steps=50)
     assert bench_rl.top_up(args, tmp_path, 1000, 100.0, 110.0, 40) == (110.0, 50)   # reused: the recorded steps
+
+
+def test_countdown_failure_classes():
+    "bench/rl_failures.py's reading of a completion: the verifier's decision, split by why it failed; worked steps checked."
+    import rl_failures as f
+    p = 'Use 19, 3, 19 to make 76.'
+    assert f.classify(p, '19*3=57, 57+19=76. Answer: (19*3)+19') == 'right'
+    assert f.classify(p, '19+19=36, 36*3=76. Answer: (19+19)*3') == 'wrong value'     # claims the target, misses it
+    assert f.classify(p, 'Answer: 19*3') == 'wrong numbers'
+    assert f.classify(p, '19+19=38. Answer:') == f.classify(p, 'Answer: (19+') == 'no answer'
+    assert f.steps('19+19=36, 36*3=108, 8/0=1, 9/3=3. Answer: x') == [False, True, False, True]
