@@ -94,15 +94,19 @@ def held_out(task: str, n: int) -> list[dict]:
     return [dict(prompt=ex['messages'][0]['content'], answer=ex['answer']) for ex in held_out_examples(task, n)]
 
 
-def correct(final: Path, task: str, rows: list[dict]) -> list[bool]:
-    "Held-out correctness of a final/ folder on `rows`, prompt by prompt: `python -m dllm_nb.eval`'s scoring, greedy."
+def greedy(final: Path, task: str, rows: list[dict]) -> list[dict]:
+    "A final/ folder's greedy completions of `rows`, scored (`exact_match`'s samples: `python -m dllm_nb.eval`'s scoring)."
     from dllm_nb.eval import exact_match, saved_canvas
     from dllm_nb.checkpoint import load_checkpoint, saved_block_size
     from dllm_nb.modes import mode_of_model
     model, tok = load_checkpoint(final)
-    res = exact_match(model, tok, task, rows=rows, seed=0, batch_size=50, max_new_tokens=saved_canvas(final),
-                      sampler=mode_of_model(model).sample, block_size=saved_block_size(final))
-    return [x['correct'] for x in res['samples']]
+    return exact_match(model, tok, task, rows=rows, seed=0, batch_size=50, max_new_tokens=saved_canvas(final),
+                       sampler=mode_of_model(model).sample, block_size=saved_block_size(final))['samples']
+
+
+def correct(final: Path, task: str, rows: list[dict]) -> list[bool]:
+    "Held-out correctness of a final/ folder on `rows`, prompt by prompt, greedy."
+    return [x['correct'] for x in greedy(final, task, rows)]
 
 
 def gains(ok: dict) -> tuple[dict, dict]:

@@ -1,7 +1,7 @@
 """Where countdown completions go wrong, checkpoint by checkpoint (a benchmark's reading aid, not a timed test).
 
 `python bench/rl_failures.py [--n 1000] LABEL=CHECKPOINT ...` scores each checkpoint greedily on the same `n` held-out
-countdown prompts (`dllm_nb.builtin.held_out_examples`: the test split, then unseen prompts) and sorts every completion
+countdown prompts as `bench/rl.py` scores them (`dllm_nb.builtin.held_out_examples`: the test split, then unseen prompts) and sorts every completion
 into one class: right; no parseable `Answer:`; an answer that does not use each number exactly once; each number once
 but another value than the target. It also checks the worked steps (`a+b=c, ...` before the answer): the share of
 steps whose arithmetic is right, and of completions whose every step is right. An answer is scored on its expression
@@ -43,17 +43,11 @@ def steps(completion: str) -> list[bool]:
 
 def failures(final: str, n: int) -> dict:
     "Shares of each class and the worked-step numbers of one checkpoint on `n` held-out countdown prompts."
-    from dllm_nb.builtin import held_out_examples
-    from dllm_nb.checkpoint import load_checkpoint, saved_block_size
-    from dllm_nb.eval import exact_match, saved_canvas
-    from dllm_nb.modes import mode_of_model
-    rows = [dict(prompt=ex['messages'][0]['content'], answer=ex['answer']) for ex in held_out_examples('countdown', n)]
-    model, tok = load_checkpoint(final)
-    res = exact_match(model, tok, 'countdown', rows=rows, seed=0, batch_size=50, max_new_tokens=saved_canvas(final),
-                      sampler=mode_of_model(model).sample, block_size=saved_block_size(final))
-    cls = [classify(s['prompt'], s['completion']) for s in res['samples']]
-    assert sum(c == 'right' for c in cls) == res['correct'], 'the classes disagree with the verifier'
-    st = [steps(s['completion']) for s in res['samples']]
+    from rl import greedy, held_out           # bench/rl.py: the same prompts and the same greedy scoring as its table
+    samples = greedy(final, 'countdown', held_out('countdown', n))
+    cls = [classify(s['prompt'], s['completion']) for s in samples]
+    assert cls.count('right') == sum(s['correct'] for s in samples), 'the classes disagree with the verifier'
+    st = [steps(s['completion']) for s in samples]
     flat = [x for s in st for x in s]
     return {**{c: cls.count(c) / len(cls) for c in CLASSES}, 'steps right': sum(flat) / max(len(flat), 1),
             'all steps right': sum(bool(s) and all(s) for s in st) / len(st), 'n': len(cls)}
