@@ -142,6 +142,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     hf_logging.disable_progress_bar()
     try: rows = None if args.data is None else read_task_file(args.task, args.data)   # checked before the model loads
     except TaskFileError as e: print(f'error: {e}', file=sys.stderr); return 2
+    if rows is None and args.n:                                          # a split that cannot give --n: before the model loads
+        try: split_examples(args.task, args.split, args.n, args.seed)
+        except ValueError as e: print(f'error: {e}', file=sys.stderr); return 2
     try: model, tok = load_checkpoint(args.checkpoint, cli_device(args.device))
     except Exception as e:                                             # one line (truncated weights too), as generate
         if debug_requested(): raise

@@ -155,3 +155,11 @@ def test_eval_cli_steps_mean_one_thing(tmp_path, capsys):
     assert main(['--checkpoint', str(tmp_path / 'bd'), '--steps-per-block', '2', *base]) == 0
     assert main(['--checkpoint', str(tmp_path / 'mdlm'), '--steps', '4', *base]) == 0
     assert 'reverse/test: exact match' in capsys.readouterr().out
+
+
+def test_eval_cli_n_past_a_split(tmp_path, capsys):
+    "--n past the validation split's 200 is one error line and exit 2 before the model loads; the test split goes on with held-out prompts."
+    from dllm_nb.eval import main
+    assert main(['--checkpoint', str(tmp_path / 'no_model_needed'), '--task', 'reverse', '--split', 'validation', '--n', '300']) == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and "error: the 'validation' split of 'reverse' holds 200 examples, fewer than n=300" in err
