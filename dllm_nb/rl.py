@@ -29,7 +29,7 @@ from .rewards import RewardError, call_reward, load_reward
 from .modes import MODES, mode_of_model
 from .sampling import progress_bar
 from .trainer import DeferredInterrupt, Interrupted, lr_factor
-from .train import LOST_PEER_EXIT, list_keys, lost_peer_line
+from .train import LOST_PEER_EXIT, interrupted_line, list_keys, lost_peer_line, os_error_exit, resume_command
 
 # %% auto 0
 __all__ = ['RL_KEYS', 'adapters_disabled', 'Reference', 'rl_modes', 'sync_grads', 'RLTrainer', 'parse_args', 'rl_keys',
@@ -266,10 +266,6 @@ def rl_preflight(cfg: Config) -> list[str]:
     return p
 
 # %% ../nbs/16_rl.ipynb
-def _resume_hint(argv) -> str:
-    args = [a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith(('train.resume=', 'train.overwrite=', '--stop-at'))]
-    return ' '.join(['python -m dllm_nb.rl', *args, 'train.resume=auto'])
-
 def _run(cfg: Config, args, rank: int, world: int) -> int:
     trainer = RLTrainer(cfg, rank, world)
     trainer.say(f"dllm_nb.rl: {trainer.mode.name} policy {cfg.rl.init}, task {cfg.rl.task}, estimator {cfg.rl.estimator}, "
@@ -290,9 +286,9 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.list_keys: print(rl_keys()); return 0
     debug, rank0 = args.debug or os.environ.get('DLLM_NB_DEBUG', '0') not in ('', '0'), int(os.environ.get('RANK', 0)) == 0
-    def fail(e, code: int) -> int:
+    def fail(e, code: int, msg: str | None = None) -> int:
         if debug: raise e
-        if rank0: print(f'error: {e}', file=sys.stderr, flush=True)
+        if rank0: print(f'error: {msg or e}', file=sys.stderr, flush=True)
         return code
     cfg = None
     try:
@@ -308,23 +304,18 @@ def main(argv=None) -> int:
     try: return _run(cfg, args, info.rank, info.world_size)
     except KeyboardInterrupt as e:
         if debug: raise
-        sig = getattr(e, 'signum', signal.SIGINT); ck = finite_checkpoints(cfg.output_dir)
-        if rank0: print(f"interrupted by {signal.Signals(sig).name}; last complete checkpoint: {ck[-1] if ck else 'none'}; "
-                        f"resume with: {_resume_hint(argv)}", file=sys.stderr, flush=True)
+        sig = getattr(e, 'signum', signal.SIGINT)
+        if rank0: print(interrupted_line(cfg, argv, sig, 'dllm_nb.rl'), file=sys.stderr, flush=True)
         return 128 + sig
     except RewardError as e:
         ck = finite_checkpoints(cfg.output_dir)
         return fail(RewardError(f"{e} (last complete checkpoint: {ck[-1] if ck else 'none'})"), 2)
     except (ConfigError, FileNotFoundError, ResumeError, UnsafeCheckpointError) as e: return fail(e, 2)
-    except OSError as e:                                               # disk full, file-size limit: the path, the OS error, the way on
-        if e.errno is None: return fail(e, 2)                          # a library's own OSError (a model that cannot load)
-        ck = finite_checkpoints(cfg.output_dir)
-        return fail(OSError(f"{e.filename or cfg.output_dir}: {e.strerror or e} (errno {e.errno}); free space or fix permissions or "
-                            f"limits, then resume with: {_resume_hint(argv)} (last complete checkpoint: {ck[-1] if ck else 'none'})"), 1)
+    except OSError as e: return fail(e, *os_error_exit(e, cfg, argv, 'dllm_nb.rl'))   # disk full, file-size limit; 2 for a model that cannot load
     except RuntimeError as e:                                          # another process of the group died mid-collective
         if info.world_size < 2 or not lost_peer(e) or debug: raise
         ck = finite_checkpoints(cfg.output_dir)                        # every survivor says it: rank 0 may be the one lost
-        print(lost_peer_line(info.rank, e, ck[-1] if ck else None, _resume_hint(argv)), file=sys.stderr, flush=True)
+        print(lost_peer_line(info.rank, e, ck[-1] if ck else None, resume_command(argv, 'dllm_nb.rl')), file=sys.stderr, flush=True)
         return LOST_PEER_EXIT
     finally: cleanup(); unlock_run_dir(cfg.output_dir)
 

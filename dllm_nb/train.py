@@ -20,7 +20,7 @@ from .modes import get_mode
 
 # %% auto 0
 __all__ = ['ROSE_BY', 'LOST_PEER_EXIT', 'parse_args', 'list_keys', 'resume_command', 'summarize', 'report_builtin',
-           'lost_peer_line', 'print_stdout', 'main']
+           'interrupted_line', 'lost_peer_line', 'os_error_exit', 'print_stdout', 'main']
 
 # %% ../nbs/11_train.ipynb
 # writing final/ and its model card moved to dllm_nb.export; train imports what its run uses (export_final, write_model_card)
@@ -54,8 +54,9 @@ def list_keys(prefixes: tuple = ()) -> str:
     return '\n'.join(f"{k:<{w[0]}}  {t:<{w[1]}}  = {d:<{w[2]}}  {note}".rstrip() for k, t, d, note in rows)
 
 # %% ../nbs/11_train.ipynb
-def resume_command(argv=None) -> str:
-    "The command that resumes this run: the same arguments, without `--stop-at`/`train.resume`, plus `train.resume=auto`."
+def resume_command(argv=None, module: str = 'dllm_nb.train') -> str:
+    """The command that resumes this run of `python -m module` (`dllm_nb.rl` too): the same arguments, without
+    `--stop-at N`/`train.resume`, plus `train.resume=auto`; under torchrun, the torchrun line."""
     argv, out, skip = list(sys.argv[1:] if argv is None else argv), [], False
     for a in argv:
         if skip: skip = False; continue
@@ -63,7 +64,7 @@ def resume_command(argv=None) -> str:
         if a.startswith(('--stop-at=', 'train.resume=', 'train.overwrite=')): continue
         out.append(a)
     W = int(os.environ.get('WORLD_SIZE', 1))
-    head = ['torchrun', f'--nproc_per_node={W}', '-m', 'dllm_nb.train'] if W > 1 else [sys.executable, '-m', 'dllm_nb.train']
+    head = ['torchrun', f'--nproc_per_node={W}', '-m', module] if W > 1 else [sys.executable, '-m', module]
     return shlex.join(head + out + ['train.resume=auto'])
 
 # %% ../nbs/11_train.ipynb
@@ -123,11 +124,12 @@ def _run(cfg, args, dist_info, tic, data) -> int:
     return 0
 
 # %% ../nbs/11_train.ipynb
-def _interrupted(cfg, argv, signum: int = signal.SIGINT) -> str:
+def interrupted_line(cfg, argv, signum: int = signal.SIGINT, module: str = 'dllm_nb.train') -> str:
+    "The line a run stopped by `signum` prints: its last complete checkpoint and the command that resumes it."
     from dllm_nb.checkpoint import finite_checkpoints
     ck = finite_checkpoints(cfg.output_dir)
     where = f"last complete checkpoint: {ck[-1]}" if ck else "no complete checkpoint yet (a resume starts fresh)"
-    return f"interrupted by {signal.Signals(signum).name}; {where}; resume with: {resume_command(argv)}"
+    return f"interrupted by {signal.Signals(signum).name}; {where}; resume with: {resume_command(argv, module)}"
 
 def _let_rank0_report(rank0: bool) -> None:
     "Under torchrun the ranks fail alike; rank 0 prints the one error line, the others give it time before they exit."
@@ -145,18 +147,18 @@ def lost_peer_line(rank: int, e: BaseException, last_checkpoint, resume: str) ->
             f"checkpoint: {last_checkpoint or 'none'}; torchrun --max-restarts=N restarts the group from it, else resume with: {resume}")
 
 # %% ../nbs/11_train.ipynb
-def _disk_error(e: OSError, cfg, argv) -> str:
+def _disk_error(e: OSError, cfg, argv, module: str = 'dllm_nb.train') -> str:
     "One line for a failed write or read: the path, the OS error, and what is still safe on disk."
     from dllm_nb.checkpoint import finite_checkpoints
     if cfg is None: return f"{e.filename}: {e.strerror or e} (errno {e.errno})"
     ck = finite_checkpoints(cfg.output_dir)
     return (f"{e.filename or cfg.output_dir}: {e.strerror or e} (errno {e.errno}); free space or fix permissions or limits, "
-            f"then resume with: {resume_command(argv)} (last complete checkpoint: {ck[-1] if ck else 'none'})")
+            f"then resume with: {resume_command(argv, module)} (last complete checkpoint: {ck[-1] if ck else 'none'})")
 
-def _os_error(e: OSError, cfg, argv) -> tuple[int, str]:
+def os_error_exit(e: OSError, cfg, argv, module: str = 'dllm_nb.train') -> tuple[int, str]:
     "(exit status, line): 1 and the disk-error line for a real OS error; 2 for a library's OSError without errno."
     if e.errno is None: return 2, (str(e).strip().splitlines() or [type(e).__name__])[0]   # e.g. transformers' "Can't load"
-    return 1, _disk_error(e, cfg, argv)
+    return 1, _disk_error(e, cfg, argv, module)
 
 # %% ../nbs/11_train.ipynb
 def print_stdout(text: str) -> int:
@@ -188,17 +190,17 @@ def main(argv=None) -> int:
         if args.check: print(f"checked: config, paths and output_dir={cfg.output_dir!r} are fine"); return 0
         data = load_data(cfg)                                          # tokenizer + data: their errors, too, before the group
     except (ConfigError, DataError, FileNotFoundError) as e: return fail(e, 2)
-    except OSError as e: return fail(e, *_os_error(e, cfg, argv))      # e.g. the run folder's lock file cannot be made
+    except OSError as e: return fail(e, *os_error_exit(e, cfg, argv))      # e.g. the run folder's lock file cannot be made
     dist_info, tic = init_distributed(timeout_s=cfg.train.dist_timeout_s), time.perf_counter()
     try: return _run(cfg, args, dist_info, tic, data)
     except KeyboardInterrupt as e:                                     # `Interrupted` after a checkpoint, or a 2nd Ctrl-C
         if debug_requested(args.debug): raise
         sig = getattr(e, 'signum', signal.SIGINT)
-        if rank0: print(_interrupted(cfg, argv, sig), file=sys.stderr, flush=True)
+        if rank0: print(interrupted_line(cfg, argv, sig), file=sys.stderr, flush=True)
         return 128 + sig                                               # 130 SIGINT, 143 SIGTERM, as the shell reports them
     except (ConfigError, DataError, FileNotFoundError, ResumeError, UnsafeCheckpointError) as e: return fail(e, 2)
     except NonFiniteError as e: return fail(e, 3)
-    except OSError as e: return fail(e, *_os_error(e, cfg, argv))      # disk full, file-size limit, read-only folder
+    except OSError as e: return fail(e, *os_error_exit(e, cfg, argv))      # disk full, file-size limit, read-only folder
     except RuntimeError as e:                                          # another process of the group died mid-collective
         if dist_info.world_size < 2 or not lost_peer(e) or debug_requested(args.debug): raise
         from dllm_nb.checkpoint import finite_checkpoints

@@ -434,6 +434,16 @@ def test_resume_command_drops_stop_at(monkeypatch):
         "-m dllm_nb.train --config c.yaml a.b=1 train.resume=auto")
 
 
+def test_rl_resume_command(monkeypatch):
+    "RL's resume line: `--stop-at N`'s value goes with it (it was left behind as a stray override), paths are quoted, torchrun kept."
+    from dllm_nb.train import resume_command
+    monkeypatch.delenv('WORLD_SIZE', raising=False)
+    argv = ['--config', 'rl_countdown', '--stop-at', '50', 'rl.init=my runs/final']
+    assert resume_command(argv, 'dllm_nb.rl').endswith("-m dllm_nb.rl --config rl_countdown 'rl.init=my runs/final' train.resume=auto")
+    monkeypatch.setenv('WORLD_SIZE', '2')
+    assert resume_command(argv, 'dllm_nb.rl').startswith('torchrun --nproc_per_node=2 -m dllm_nb.rl --config rl_countdown ')
+
+
 def test_readme_commands_use_the_venv_python():
     "The manual commands (outside `make`) run with the project's venv, not a bare `python`/`torchrun` from PATH."
     readme = (ROOT / 'README.md').read_text()

@@ -250,7 +250,7 @@ def test_rl_final_past_a_file_size_limit_is_one_line_and_resumes(work, capsys, m
     lines = [l for l in err.splitlines() if l.startswith('error:')]
     assert len(lines) == 1 and 'Traceback' not in err, err
     assert re.fullmatch(rf"error: {re.escape(str(out))}/final: File too large \(errno 27\); free space or fix permissions or limits, "
-                        rf"then resume with: python -m dllm_nb\.rl .* train\.resume=auto \(last complete checkpoint: "
+                        rf"then resume with: \S+ -m dllm_nb\.rl .* train\.resume=auto \(last complete checkpoint: "
                         rf"{re.escape(str(out))}/ckpt-0000003\)", lines[0]), lines[0]
     assert not (out / 'final').exists() and not list(out.glob('.*tmp'))
     fsize(None); monkeypatch.undo(); monkeypatch.syspath_prepend(str(work))
