@@ -8,9 +8,9 @@ Three runs of the tiny from-scratch model, each a library command in its own pro
   3. the honest control: SFT *continued* from the SFT run's last checkpoint for the same process CPU seconds as the RL
      stage took (its step count is derived from SFT's measured CPU per step, and topped up at its own measured rate
      if that gave it under 95 % of RL's seconds): `DIR/sftc/final`.
-Then the held-out accuracy of all three on the first `--n` prompts of the task's test split (the task's verifier,
+Then the held-out accuracy of all three on the first `--n` prompts of seed S's test split (the task's verifier,
 greedy decoding with the mode's own sampler), again on `--n-wide` held-out prompts (the test split's 200, then prompts
-no split of seed 0 holds), each gain with its paired standard error, the reward curve (`DIR/rl/reward_curve.png`), and the last line
+no split of seed S holds), each gain with its paired standard error, the reward curve (`DIR/rl/reward_curve.png`), and the last line
 `rl vs sft-continued (TASK, MODE, seed S): accuracy A vs B at equal CPU (SFT start C)`.
 Beside greedy accuracy, `--sampled-n` prompts are scored with 8 samples each at temperature 1 (the policy RL's
 rollouts see): their mean accuracy and pass@8 (any of the 8 right) show whether a gain is sharpening (sampled accuracy
@@ -87,11 +87,13 @@ def rl_settings(run: Path) -> dict:
     return dict(beta=float(cfg['rl']['beta']), rl_steps=int(cfg['train']['max_steps']))
 
 
-def held_out(task: str, n: int) -> list[dict]:
-    """`n` held-out `dict(prompt, answer)`: the task's test split (its 200 prompts, in order), then test prompts of further
-    split seeds that seed 0's splits never hold (`dllm_nb.builtin.held_out_examples`): no prompt SFT or RL saw is scored."""
+def held_out(task: str, n: int, seed: int) -> list[dict]:
+    """`n` held-out `dict(prompt, answer)` for the runs of `seed`: the test split of that seed (its 200 prompts, in order),
+    then test prompts of further split seeds that its splits never hold (`dllm_nb.builtin.held_out_examples`): no prompt
+    SFT or RL saw is scored. (Another seed's test split would not do: on countdown about 1 prompt in 6 of seed 0's is in
+    seed 1's train split, where RL draws its prompts.)"""
     from dllm_nb.builtin import held_out_examples
-    return [dict(prompt=ex['messages'][0]['content'], answer=ex['answer']) for ex in held_out_examples(task, n)]
+    return [dict(prompt=ex['messages'][0]['content'], answer=ex['answer']) for ex in held_out_examples(task, n, seed)]
 
 
 def greedy(final: Path, task: str, rows: list[dict]) -> list[dict]:
@@ -122,13 +124,13 @@ def paired_se(a: list, b: list) -> float:
     return (sum((x - m) ** 2 for x in d) / max(len(d) - 1, 1) / len(d)) ** 0.5
 
 
-def sampled(final: Path, task: str, n: int, G: int = 8, temperature: float = 1.0) -> tuple[float, float]:
-    "`(mean accuracy, pass@G)` of `G` samples at `temperature` for each of the first `n` test prompts (the rollout policy RL sees)."
+def sampled(final: Path, task: str, n: int, seed: int, G: int = 8, temperature: float = 1.0) -> tuple[float, float]:
+    "`(mean accuracy, pass@G)` of `G` samples at `temperature` for each of the first `n` held-out prompts of `seed` (the rollout policy RL sees)."
     from dllm_nb.eval import exact_match, saved_canvas
     from dllm_nb.checkpoint import load_checkpoint, saved_block_size
     from dllm_nb.modes import mode_of_model
     model, tok = load_checkpoint(final)
-    rows = [r for r in held_out(task, n) for _ in range(G)]
+    rows = [r for r in held_out(task, n, seed) for _ in range(G)]
     res = exact_match(model, tok, task, rows=rows, seed=1, batch_size=8 * G, max_new_tokens=saved_canvas(final),
                       sampler=mode_of_model(model).sample, block_size=saved_block_size(final), temperature=temperature)
     ok = [s['correct'] for s in res['samples']]
@@ -171,11 +173,11 @@ def main(argv=None):
         return run(sft_args(args, out / 'sftc', S + extra, 'train.resume=auto', 'train.resume_strict=false'), out / 'sftc.log')
     sftc_cpu = stage('sft-continued', out / 'sftc', args, continued)
     sftc_cpu, extra = top_up(args, out, S, rl_cpu, sftc_cpu, extra)
-    rows = held_out(args.task, max(args.n, args.n_wide))
+    rows = held_out(args.task, max(args.n, args.n_wide), args.seed)
     okw = {k: correct(out / k / 'final', args.task, rows) for k in ('sft', 'rl', 'sftc')}
     acc, se = gains({k: v[:args.n] for k, v in okw.items()})
     wide = dict(zip(('acc', 'se'), gains(okw)), n=len(rows)) if args.n_wide > args.n else None
-    smp = {k: sampled(out / k / 'final', args.task, args.sampled_n) for k in ('sft', 'rl', 'sftc')} if args.sampled_n else {}
+    smp = {k: sampled(out / k / 'final', args.task, args.sampled_n, args.seed) for k in ('sft', 'rl', 'sftc')} if args.sampled_n else {}
     cols = f"{'sampled T=1':>12}{'pass@8':>8}" if smp else ''
     row = lambda k: f"{smp[k][0]:>12.3f}{smp[k][1]:>8.3f}" if smp else ''
     print(f"\n{'run':<15}{'greedy':>9}{cols}{'CPU s':>8}  steps")

@@ -41,10 +41,10 @@ def steps(completion: str) -> list[bool]:
     return out
 
 
-def failures(final: str, n: int) -> dict:
-    "Shares of each class and the worked-step numbers of one checkpoint on `n` held-out countdown prompts."
+def failures(final: str, n: int, seed: int = 0) -> dict:
+    "Shares of each class and the worked-step numbers of one checkpoint on `n` held-out countdown prompts of `seed`'s splits."
     from rl import greedy, held_out           # bench/rl.py: the same prompts and the same greedy scoring as its table
-    samples = greedy(final, 'countdown', held_out('countdown', n))
+    samples = greedy(final, 'countdown', held_out('countdown', n, seed))
     cls = [classify(s['prompt'], s['completion']) for s in samples]
     assert cls.count('right') == sum(s['correct'] for s in samples), 'the classes disagree with the verifier'
     st = [steps(s['completion']) for s in samples]
@@ -57,14 +57,15 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('runs', nargs='+', help='LABEL=CHECKPOINT (a final/ folder)')
     ap.add_argument('--n', type=int, default=1000, help='held-out prompts (the test split, then unseen ones)')
+    ap.add_argument('--seed', type=int, default=0, help="the runs' seed (bench/rl.py --seed): its splits are held out")
     args = ap.parse_args(argv)
     one_thread()
     runs = [r.split('=', 1) if '=' in r else (r, r) for r in args.runs]
     cols = [*CLASSES, 'steps right', 'all steps right']
-    print(f"countdown, greedy, {args.n} held-out prompts: share of completions per class; worked steps with right arithmetic")
+    print(f"countdown, greedy, {args.n} held-out prompts of seed {args.seed}: share of completions per class; worked steps with right arithmetic")
     print(f"{'checkpoint':<16}" + ''.join(f"{c:>16}" for c in cols))
     for label, final in runs:
-        r = failures(final, args.n)
+        r = failures(final, args.n, args.seed)
         print(f"{label:<16}" + ''.join(f"{r[c]:>16.3f}" for c in cols), flush=True)
 
 

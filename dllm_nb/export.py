@@ -30,7 +30,7 @@ def run_metadata(cfg, mask_token_id, steps: int | None = None) -> dict:
     d = cfg.dllm
     run = dict(mode=d.mode, block_size=mode_block_size(cfg), mask_token=d.mask_token if mask_token_id is not None else None,
                mask_token_id=mask_token_id, self_conditioning=False, base_model=cfg.model.path, dataset=cfg.data.dataset,
-               steps_trained=cfg.train.max_steps if steps is None else steps,
+               steps_trained=cfg.train.max_steps if steps is None else steps, seed=cfg.seed,   # seed: its built-in splits
                sampler=dict(sampler_settings(cfg), temperature=0.0))        # the same defaults as eval and report_builtin
     return {**run, **get_mode(d.mode).final_record(cfg)}                # what the mode itself records (block_diffusion: self_conditioning)
 
@@ -143,7 +143,7 @@ def write_final(model, tok, cfg, mask_id, out_dir: str | Path, steps: int | None
 
 def write_rl_final(policy, tok, cfg, out_dir: str | Path, steps: int) -> Path:
     "An RL policy as a `final/` like SFT's: weights, tokenizer, and `dllm_config.json` with its init's run record + `rl` (settings, `rl_steps`)."
-    rl = {**config_to_dict(cfg)['rl'], 'init': str(Path(cfg.rl.init).resolve()), 'rl_steps': steps}
+    rl = {**config_to_dict(cfg)['rl'], 'init': str(Path(cfg.rl.init).resolve()), 'rl_steps': steps, 'seed': cfg.seed}
     with whole_folder(out_dir) as tmp:                                 # whole or not at all, as SFT's final/
         policy.save_pretrained(tmp); tok.save_pretrained(tmp)
         meta = json.loads((tmp / DLLM_CONFIG_NAME).read_text())

@@ -182,10 +182,11 @@ def step(self: RLTrainer, k: int) -> dict:
 # %% ../nbs/16_rl.ipynb
 @patch
 def evaluate(self: RLTrainer, n: Optional[int] = None) -> dict:
-    "Greedy accuracy on the first `n` (`rl.eval_n`) prompts of the task's test split, with the policy's own sampler."
+    """Greedy accuracy on the first `n` (`rl.eval_n`) prompts of the task's test split, with the policy's own sampler: the
+    split of the run's `seed`, whose train split its prompts came from (another seed's test split holds some of them)."""
     self.policy.eval()
     with torch.no_grad():
-        res = exact_match(self.policy, self.tok, self.r.task, 'test', n or self.r.eval_n, seed=0, batch_size=50,
+        res = exact_match(self.policy, self.tok, self.r.task, 'test', n or self.r.eval_n, seed=self.cfg.seed, batch_size=50,
                           max_new_tokens=self.max_new_tokens, sampler=self.mode.sample, **self.sample_kw)
     return dict(test_accuracy=res['accuracy'], test_correct=res['correct'], test_n=res['n'])
 

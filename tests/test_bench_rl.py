@@ -1,6 +1,7 @@
 """`bench/rl.py`'s measuring parts (the bench itself is not a test): the wide held-out set never scores a prompt SFT or
 RL could see, the paired s.e., and the top-up that holds SFT continued to the RL stage's CPU seconds."""
 import json, sys
+import pytest
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -10,14 +11,19 @@ import rl as bench_rl
 from dllm_nb.builtin import task_examples
 
 
-def test_held_out_is_the_test_split_then_unseen_prompts():
-    rows = bench_rl.held_out('countdown', 260)
+@pytest.mark.parametrize('seed', [0, 1])
+def test_held_out_is_the_test_split_then_unseen_prompts(seed):
+    "The runs of seed S are scored on S's test split, then prompts none of S's splits hold (seed 0's would not do for S=1)."
+    rows = bench_rl.held_out('countdown', 260, seed)
     prompt = lambda ex: ex['messages'][0]['content']
-    test = task_examples('countdown', 'test', 0)
+    test = task_examples('countdown', 'test', seed)
     assert [r['prompt'] for r in rows[:200]] == [prompt(ex) for ex in test]      # the table's 200 come first, in order
-    seen = {prompt(ex) for s in ('train', 'validation', 'test') for ex in task_examples('countdown', s, 0)}
+    seen = {prompt(ex) for s in ('train', 'validation', 'test') for ex in task_examples('countdown', s, seed)}
     extra = [r['prompt'] for r in rows[200:]]
     assert len(extra) == 60 and len(set(extra)) == 60 and not seen & set(extra)
+    if seed:                                                                     # the contamination the seed argument removes
+        other = {r['prompt'] for r in bench_rl.held_out('countdown', 260, 0)}
+        assert len(other & {prompt(ex) for ex in task_examples('countdown', 'train', seed)}) > 10
 
 
 def test_paired_se():

@@ -1,5 +1,5 @@
 """Exact-match scoring, the likelihood estimators against exact answers, and the eval CLI end to end."""
-import math, os, subprocess, sys
+import json, math, os, subprocess, sys
 
 import pytest
 import torch
@@ -163,3 +163,22 @@ def test_eval_cli_n_past_a_split(tmp_path, capsys):
     assert main(['--checkpoint', str(tmp_path / 'no_model_needed'), '--task', 'reverse', '--split', 'validation', '--n', '300']) == 2
     err = capsys.readouterr().err
     assert err.count('\n') == 1 and "error: the 'validation' split of 'reverse' holds 200 examples, fewer than n=300" in err
+
+
+def test_eval_cli_scores_the_runs_own_test_split(tmp_path, capsys):
+    "A run trained with seed=1 is scored on seed 1's test split (seed 0's shares prompts with its train split); --seed overrides."
+    from dllm_nb.tokenizer import load_tokenizer
+    from dllm_nb.eval import main
+    from dllm_nb.config import load_config, save_config
+    from dllm_nb.builtin import task_examples
+    torch.manual_seed(0)
+    MaskedDiffusionLM(build_backbone(tiny_config(vocab_size=len(load_tokenizer()), hidden_size=32))).save_pretrained(tmp_path / 'final')
+    save_config(load_config(None, ['seed=1']), tmp_path / 'config.yaml')            # the run folder of that final/
+    base = ['--checkpoint', str(tmp_path / 'final'), '--task', 'countdown', '--n', '3', '--nll-samples', '0',
+            '--max-new-tokens', '4', '--device', 'cpu']
+    prompts = lambda seed: [ex['messages'][0]['content'] for ex in task_examples('countdown', 'test', seed)[:3]]
+    assert prompts(0) != prompts(1)
+    for extra, seed in (([], 1), (['--seed', '0'], 0)):
+        assert main([*base, *extra, '--out', str(tmp_path / 'o.jsonl')]) == 0
+        rows = [json.loads(l) for l in (tmp_path / 'o.jsonl').read_text().splitlines()]
+        assert [r['prompt'] for r in rows] == prompts(seed), (extra, seed)
