@@ -17,7 +17,7 @@ from .checkpoint import finite_checkpoints, load_checkpoint, resume_checkpoint, 
 from .rundir import preflight, unlock_run_dir
 from .config import Config, load_config, save_config
 from .core import ConfigError, moved_names
-from .builtin import TASKS, task_examples
+from .builtin import MIXES, TASKS, task_examples
 from .grpo import LossCounts, Rollout, policy_loss, rollout, step_prompts, step_seed
 from .distributed import all_reduce_sum, is_dist, lost_peer
 from .eval import exact_match
@@ -32,8 +32,8 @@ from .trainer import DeferredInterrupt, Interrupted, lr_factor
 from .train import LOST_PEER_EXIT, interrupted_line, list_keys, lost_peer_line, os_error_exit, resume_command
 
 # %% auto 0
-__all__ = ['RL_KEYS', 'adapters_disabled', 'Reference', 'rl_modes', 'sync_grads', 'RLTrainer', 'parse_args', 'rl_keys',
-           'rl_preflight', 'main']
+__all__ = ['RL_KEYS', 'adapters_disabled', 'Reference', 'rl_modes', 'sync_grads', 'RLTrainer', 'split_note', 'parse_args',
+           'rl_keys', 'rl_preflight', 'main']
 
 # %% ../nbs/16_rl.ipynb
 # the step's parts moved to dllm_nb.grpo (16b_grpo); an old import names the new place
@@ -103,6 +103,7 @@ class RLTrainer:
             raise ConfigError([f"rl.sampler_cache={self.r.sampler_cache!r}: the {self.mode.name} sampler has no K/V cache option; "
                                "leave it null (block_diffusion's sampler always caches its clean prefix)"])
         self.rows = [dict(prompt=ex['messages'][0]['content'], answer=ex['answer']) for ex in task_examples(self.r.task, 'train', cfg.seed)]
+        if (note := split_note(run, self.r.task, cfg.seed)): self.say(note)
         self.reward = load_reward(self.r.reward, self.r.task)
         call_reward(self.reward, self.rows[0]['prompt'], '', self.rows[0]['answer'], self.r.reward)   # a bad reward fails now
         t = cfg.train
@@ -180,6 +181,15 @@ def step(self: RLTrainer, k: int) -> dict:
                 loss=rw[7] / r.inner_steps, grad_norm=float(gn), lr=lr, rollout_s=t1 - t0, likelihood_s=t2 - t1, update_s=t3 - t2)
 
 # %% ../nbs/16_rl.ipynb
+def split_note(start_run: dict, task: str, seed: int) -> Optional[str]:
+    """A line when RL's `seed` differs from the seed that fixed its start's built-in splits of `task` (`start_run`: the
+    start's `final/` run record): RL then draws prompts from, and scores, another seed's splits, whose test split can
+    hold prompts the start trained on. None when they agree, or the start's data or seed is not known."""
+    s, name = start_run.get('seed'), str(start_run.get('dataset', '')).removeprefix('builtin:')
+    if s is None or s == seed or task not in MIXES.get(name, (name,)): return None
+    return (f"note: the start trained on seed {s}'s {task!r} splits; RL with seed={seed} draws prompts from seed {seed}'s train "
+            f"split and scores seed {seed}'s test split, which may hold prompts the start trained on: seed={s} keeps them apart")
+
 @patch
 def evaluate(self: RLTrainer, n: Optional[int] = None) -> dict:
     """Greedy accuracy on the first `n` (`rl.eval_n`) prompts of the task's test split, with the policy's own sampler: the

@@ -255,3 +255,15 @@ def test_rl_final_past_a_file_size_limit_is_one_line_and_resumes(work, capsys, m
     assert not (out / 'final').exists() and not list(out.glob('.*tmp'))
     fsize(None); monkeypatch.undo(); monkeypatch.syspath_prepend(str(work))
     assert R.main([*args, 'train.resume=auto']) == 0 and not torch.equal(final_weights(out / 'final'), final_weights(init))
+
+
+def test_split_note_when_rl_seed_leaves_the_starts_splits():
+    "RL on another seed than its start's built-in splits says so (its test split can hold the start's training prompts); silent otherwise."
+    from dllm_nb.rl import split_note
+    start = dict(seed=0, dataset='builtin:countdown')
+    assert split_note(start, 'countdown', 0) is None
+    note = split_note(start, 'countdown', 1)
+    assert note.startswith("note: the start trained on seed 0's 'countdown' splits") and note.endswith('seed=0 keeps them apart')
+    assert split_note(dict(seed=0, dataset='builtin:default'), 'addition', 2) is not None      # a mix holding the task
+    assert split_note(dict(seed=0, dataset='builtin:sudoku'), 'countdown', 1) is None          # another task: no shared prompts
+    assert split_note(dict(dataset='builtin:countdown'), 'countdown', 1) is None               # a start from before the record had a seed
