@@ -89,11 +89,11 @@ def rl_settings(run: Path) -> dict:
 
 def held_out(task: str, n: int, seed: int) -> list[dict]:
     """`n` held-out `dict(prompt, answer)` for the runs of `seed`: the test split of that seed (its 200 prompts, in order),
-    then test prompts of further split seeds that its splits never hold (`dllm_nb.builtin.held_out_examples`): no prompt
+    then test prompts of further split seeds that its splits never hold (`split_rows`: `held_out_examples`): no prompt
     SFT or RL saw is scored. (Another seed's test split would not do: on countdown about 1 prompt in 6 of seed 0's is in
     seed 1's train split, where RL draws its prompts.)"""
-    from dllm_nb.builtin import held_out_examples
-    return [dict(prompt=ex['messages'][0]['content'], answer=ex['answer']) for ex in held_out_examples(task, n, seed)]
+    from dllm_nb.eval import split_rows
+    return split_rows(task, 'test', n, seed)
 
 
 def greedy(final: Path, task: str, rows: list[dict]) -> list[dict]:

@@ -23,8 +23,8 @@ from .modes import mode_of_model
 from .sampling import GenerationOutput, cut_at_eos, encode_prompts, progress_bar, right_pad
 
 # %% auto 0
-__all__ = ['score_completion', 'sampler_settings', 'split_examples', 'exact_match', 'generate_autoregressive', 'task_likelihood',
-           'saved_canvas', 'split_seed', 'write_samples', 'main']
+__all__ = ['score_completion', 'sampler_settings', 'split_examples', 'split_rows', 'exact_match', 'generate_autoregressive',
+           'task_likelihood', 'saved_canvas', 'split_seed', 'write_samples', 'main']
 
 # %% ../nbs/13_eval.ipynb
 # each mode's likelihood lives with its mode (its record's `likelihood` hook); the estimators' shared sums are in dllm_nb.loss
@@ -49,11 +49,15 @@ def split_examples(task: str, split: str = 'test', n: Optional[int] = None, seed
                          f"{len(exs)}, or score the test split, which goes on past its {len(exs)} with held-out prompts")
     return held_out_examples(task, n, seed)
 
+def split_rows(task: str, split: str = 'test', n: Optional[int] = None, seed: int = 0) -> list[dict]:
+    "`split_examples` as the `dict(prompt, answer)` rows `exact_match` scores."
+    return [dict(prompt=ex['messages'][0]['content'], answer=ex['answer']) for ex in split_examples(task, split, n, seed)]
+
 def exact_match(model: nn.Module, tokenizer, task: str, split: str = 'test', n: Optional[int] = None, seed: int = 0,
                 batch_size: int = 32, max_new_tokens: int = 40, sampler: Optional[Callable] = None,
                 progress: bool = False, rows: Optional[list[dict]] = None, **gen_kw) -> dict:
     "Accuracy of `model` on a built-in `task` split (or on `rows` of `dict(prompt, answer)`): `dict(accuracy, correct, n, samples)`."
-    if rows is None: rows = [dict(prompt=ex['messages'][0]['content'], answer=ex['answer']) for ex in split_examples(task, split, n, seed)]
+    if rows is None: rows = split_rows(task, split, n, seed)
     examples, sampler, samples = rows[:n], sampler or generate, []
     for s in progress_bar(range(0, len(examples), batch_size), progress, task):
         batch = examples[s:s + batch_size]
@@ -151,11 +155,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = ap.parse_args(argv)
     if args.seed is None: args.seed = split_seed(args.checkpoint)       # the run's splits: its test split is held out
     hf_logging.disable_progress_bar()
-    try: rows = None if args.data is None else read_task_file(args.task, args.data)   # checked before the model loads
+    try: file_rows = None if args.data is None else read_task_file(args.task, args.data)   # checked before the model loads
     except TaskFileError as e: print(f'error: {e}', file=sys.stderr); return 2
-    if rows is None and args.n:                                          # a split that cannot give --n: before the model loads
-        try: split_examples(args.task, args.split, args.n, args.seed)
-        except ValueError as e: print(f'error: {e}', file=sys.stderr); return 2
+    try: rows = file_rows if file_rows is not None else split_rows(args.task, args.split, args.n, args.seed)
+    except ValueError as e: print(f'error: {e}', file=sys.stderr); return 2   # a split that cannot give --n: before the model loads
     try: model, tok = load_checkpoint(args.checkpoint, cli_device(args.device))
     except Exception as e:                                             # one line (truncated weights too), as generate
         if debug_requested(): raise
@@ -166,7 +169,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                      args.max_new_tokens or saved_canvas(args.checkpoint),
                      steps=args.steps, steps_per_block=args.steps_per_block, block_size=bs, progress=not IN_NOTEBOOK, rows=rows)
     if args.out: write_samples(args.out, em['samples'])
-    if rows is not None:                                                 # a file: no reference responses to score likelihoods on
+    if file_rows is not None:                                            # a file: no reference responses to score likelihoods on
         print(f"{args.task}: accuracy {em['accuracy']:.3f} ({em['correct']}/{em['n']})"); return 0
     print(f"{args.task}/{args.split}: exact match {em['accuracy']:.3f} ({em['correct']}/{em['n']})")
     if args.nll_samples:
