@@ -17,10 +17,10 @@ from .checkpoint import finite_checkpoints, load_checkpoint, resume_checkpoint, 
 from .rundir import preflight, unlock_run_dir
 from .config import Config, load_config, save_config
 from .core import ConfigError, moved_names
-from .builtin import MIXES, TASKS, task_examples
+from .builtin import MIXES, TASKS
 from .grpo import LossCounts, Rollout, policy_loss, rollout, step_prompts, step_seed
 from .distributed import all_reduce_sum, is_dist, lost_peer
-from .eval import exact_match
+from .eval import exact_match, split_rows
 from .export import write_rl_final
 from .generate import step_options
 from .metrics import MetricsLogger, plot_rewards, read_metrics, trim_metrics
@@ -102,7 +102,7 @@ class RLTrainer:
         if self.cache_kw and 'cache' not in inspect.signature(self.mode.sample).parameters:
             raise ConfigError([f"rl.sampler_cache={self.r.sampler_cache!r}: the {self.mode.name} sampler has no K/V cache option; "
                                "leave it null (block_diffusion's sampler always caches its clean prefix)"])
-        self.rows = [dict(prompt=ex['messages'][0]['content'], answer=ex['answer']) for ex in task_examples(self.r.task, 'train', cfg.seed)]
+        self.rows = split_rows(self.r.task, 'train', seed=cfg.seed)           # RL's prompt pool: the whole train split
         if (note := split_note(run, self.r.task, cfg.seed)): self.say(note)
         self.reward = load_reward(self.r.reward, self.r.task)
         call_reward(self.reward, self.rows[0]['prompt'], '', self.rows[0]['answer'], self.r.reward)   # a bad reward fails now
