@@ -16,7 +16,7 @@ from fastcore.imports import IN_NOTEBOOK
 from .checkpoint import finite_checkpoints, load_checkpoint, resume_checkpoint, save_checkpoint, saved_block_size, saved_run, ResumeError, UnsafeCheckpointError
 from .rundir import preflight, unlock_run_dir
 from .config import Config, load_config, save_config
-from .core import ConfigError, moved_names
+from .core import ConfigError, moved_names, slow_bf16_warning
 from .builtin import MIXES, TASKS
 from .grpo import LossCounts, Rollout, policy_loss, rollout, step_prompts, step_seed
 from .distributed import all_reduce_sum, is_dist, lost_peer
@@ -24,16 +24,16 @@ from .eval import exact_match, split_rows
 from .export import write_rl_final
 from .generate import step_options
 from .metrics import MetricsLogger, plot_rewards, read_metrics, trim_metrics
-from .models import DLLM_CONFIG_NAME
+from .models import DLLM_CONFIG_NAME, autocast_context
 from .rewards import RewardError, call_reward, load_reward
 from .modes import MODES, mode_of_model
-from .sampling import progress_bar
+from .sampling import model_device, progress_bar
 from .trainer import DeferredInterrupt, Interrupted, lr_factor
 from .train import LOST_PEER_EXIT, interrupted_line, list_keys, lost_peer_line, os_error_exit, resume_command
 
 # %% auto 0
 __all__ = ['RL_KEYS', 'adapters_disabled', 'Reference', 'rl_modes', 'sync_grads', 'RLTrainer', 'split_note', 'parse_args',
-           'rl_keys', 'rl_preflight', 'main']
+           'rl_keys', 'unread_overrides', 'rl_preflight', 'main']
 
 # %% ../nbs/16_rl.ipynb
 # the step's parts moved to dllm_nb.grpo (16b_grpo); an old import names the new place
@@ -83,7 +83,9 @@ class RLTrainer:
         self.cfg, self.r, self.rank, self.world, self.quiet = cfg, cfg.rl, rank, world_size, quiet
         self.run_dir, self.say = Path(cfg.output_dir), (lambda *a: None) if quiet or rank else print
         torch.manual_seed(cfg.seed)
-        self.policy, self.tok = load_checkpoint(self.r.init)
+        self.policy, self.tok = load_checkpoint(self.r.init, attn_implementation=cfg.model.attn_implementation)
+        self.mp_dtype = torch.bfloat16 if cfg.model.dtype == 'bfloat16' else None   # bf16 autocast over fp32 weights, as SFT's
+        if self.mp_dtype and (w := slow_bf16_warning('model.dtype=bfloat16', model_device(self.policy))): self.say(f'warning: {w}')
         self.mode = mode_of_model(self.policy)
         if self.mode.completion_logprobs is None:
             raise ConfigError([f"rl.init={self.r.init!r} is a {self.mode.name} policy, which has no completion log-probs for RL; "
@@ -116,6 +118,10 @@ class RLTrainer:
         if self.r.steps is None: return {}
         opts = self.mode.sampler_options
         return step_options(self.mode, **({'steps': self.r.steps} if 'steps' in opts else {'steps_per_block': self.r.steps}))
+
+    def autocast(self):
+        "bf16 autocast for `model.dtype=bfloat16`: rollouts, log-probs, updates and evaluation (weights and AdamW stay fp32)."
+        return autocast_context(model_device(self.policy), self.mp_dtype)
 
 # %% ../nbs/16_rl.ipynb
 @patch
@@ -164,7 +170,7 @@ def step(self: RLTrainer, k: int) -> dict:
                                   None if ref[i] is None else ref[i][c], r.beta, r.loss_agg)
             loss.backward()                                            # local sums over global counts
             for key in ('kl', 'clipped', 'tokens'): sums[key] += s[key]
-            sums['loss'] += float(loss)
+            sums['loss'] += float(loss.detach())
         params = [p for p in self.policy.parameters() if p.requires_grad]
         for p in params:                                               # modules only the sampler reads (self-conditioning):
             if p.grad is None: p.grad = torch.zeros_like(p)            # a zero step, so every parameter has optimizer state
@@ -195,7 +201,7 @@ def evaluate(self: RLTrainer, n: Optional[int] = None) -> dict:
     """Greedy accuracy on the first `n` (`rl.eval_n`) prompts of the task's test split, with the policy's own sampler: the
     split of the run's `seed`, whose train split its prompts came from (another seed's test split holds some of them)."""
     self.policy.eval()
-    with torch.no_grad():
+    with torch.no_grad(), self.autocast():
         res = exact_match(self.policy, self.tok, self.r.task, 'test', n or self.r.eval_n, seed=self.cfg.seed, batch_size=50,
                           max_new_tokens=self.max_new_tokens, sampler=self.mode.sample, **self.sample_kw)
     return dict(test_accuracy=res['accuracy'], test_correct=res['correct'], test_n=res['n'])
@@ -228,7 +234,7 @@ def fit(self: RLTrainer, stop_at: Optional[int] = None) -> list[dict]:
     bar = progress_bar(range(start, stop), not self.quiet and self.rank == 0 and not IN_NOTEBOOK, f'rl {self.r.task}')
     with DeferredInterrupt() as intr:
         for k in bar:
-            rec = self.step(k)
+            with self.autocast(): rec = self.step(k)
             if t.eval_every and self.r.eval_n and (k + 1) % t.eval_every == 0: rec.update(self.evaluate())
             recs.append(dict(step=k + 1, **rec))
             self.metrics.log(k + 1, rec, echo=None if (k + 1) % t.log_every and 'test_accuracy' not in rec else self.say)
@@ -259,11 +265,17 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 RL_KEYS = ('rl.', 'train.lr', 'train.min_lr_ratio', 'train.warmup_steps', 'train.max_steps', 'train.weight_decay', 'train.betas',
            'train.grad_clip', 'train.eval_every', 'train.save_every', 'train.keep_last', 'train.log_every', 'train.resume',
-           'train.resume_strict', 'train.overwrite', 'train.micro_batch_size', 'output_dir', 'seed')
+           'train.resume_strict', 'train.overwrite', 'train.micro_batch_size', 'train.dist_timeout_s', 'model.dtype',
+           'model.attn_implementation', 'dllm.max_new_tokens', 'output_dir', 'seed')   # rl.* all; dllm.max_new_tokens: a start without its own
 
 def rl_keys() -> str:
     "One line per config key RL reads: name, type, default, meaning."
     return list_keys(RL_KEYS)
+
+def unread_overrides(overrides) -> list[str]:
+    "The keys of `key=value` `overrides` that RL does not read (not in `RL_KEYS`): the policy, its data and its mode come from `rl.init`."
+    keys = [o.split('=', 1)[0].strip() for o in overrides]
+    return [k for k in keys if not any(k == p or (p.endswith('.') and k.startswith(p)) for p in RL_KEYS)]
 
 def rl_preflight(cfg: Config) -> list[str]:
     "What would fail after the policy loads: the init folder, the task, the reward."
@@ -304,6 +316,9 @@ def main(argv=None) -> int:
     cfg = None
     try:
         cfg = load_config(args.config, args.overrides)
+        if bad := unread_overrides(args.overrides):                    # silently ignored otherwise
+            raise ConfigError([f"{', '.join(bad)}: not read by dllm_nb.rl (the policy, its data and its mode come from rl.init={cfg.rl.init!r}); "
+                               "python -m dllm_nb.rl --list-keys shows the keys it reads"])
         if problems := rl_preflight(cfg): raise ConfigError(problems)
         preflight(cfg, rank0 and not args.check)                       # output_dir (and its lock), as train does
         if args.check: print(f"checked: config, rl.init, the reward and output_dir={cfg.output_dir!r} are fine"); return 0

@@ -267,3 +267,29 @@ def test_split_note_when_rl_seed_leaves_the_starts_splits():
     assert split_note(dict(seed=0, dataset='builtin:default'), 'addition', 2) is not None      # a mix holding the task
     assert split_note(dict(seed=0, dataset='builtin:sudoku'), 'countdown', 1) is None          # another task: no shared prompts
     assert split_note(dict(dataset='builtin:countdown'), 'countdown', 1) is None               # a start from before the record had a seed
+
+
+def test_a_key_rl_does_not_read_is_one_line(work, capsys):
+    "`model.lora.rank`, `data.*`: the policy and its data come from rl.init, so such an override is one error line, exit 2 (not ignored)."
+    from dllm_nb.rl import main, unread_overrides
+    assert unread_overrides(['rl.beta=0', 'train.lr=1e-5', 'model.dtype=bfloat16', 'seed=1']) == []
+    assert unread_overrides(['train.lr_x=1', 'model.lora.rank=8', 'data.max_len=64']) == ['train.lr_x', 'model.lora.rank', 'data.max_len']
+    assert main(rl_args(work / 'missing', work / 'x', 'model.lora.rank=8', 'data.max_len=64')[2:]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and err.startswith('error: model.lora.rank, data.max_len: not read by dllm_nb.rl'), err
+
+
+def test_bf16_autocast_over_fp32_weights(work, monkeypatch):
+    "`model.dtype=bfloat16`: rollouts, log-probs and the update run under bf16 autocast (as SFT's), the weights stay fp32 and move."
+    import dllm_nb.rl as R
+    monkeypatch.syspath_prepend(str(work))
+    (work / 'rl_test_reward.py').write_text(REWARD)
+    init, seen = make_init(work), set()
+    t = R.RLTrainer(rl_config(init, work / 'bf16', 'train.max_steps=1', 'model.dtype=bfloat16', 'model.attn_implementation=eager'), quiet=True)
+    lin = next(m for m in t.policy.modules() if isinstance(m, torch.nn.Linear))
+    lin.register_forward_hook(lambda m, i, o: seen.add(o.dtype))
+    before = [p.detach().clone() for p in t.policy.parameters()]
+    t.fit()
+    assert seen == {torch.bfloat16}
+    assert all(p.dtype == torch.float32 for p in t.policy.parameters())
+    assert any(not torch.equal(a, p) for a, p in zip(before, t.policy.parameters()))
