@@ -38,9 +38,9 @@ SFT_STEPS = dict(countdown=1000, sudoku=600)
 SFT_ROWS = dict(countdown=1000, sudoku=256)
 RL_EXTRA = dict(mdlm=['rl.sampler_cache=dual'])        # mdlm rollouts with the dual K/V cache (16_rl "Rollouts": 3x cheaper)
 # a pretrained backbone instead of the tiny model: its SFT presets by mode, its SFT steps (batch 8: 1.2 passes over the 1,000
-# solved examples) and its RL stage: a step a third of the tiny model's (a pretrained 135M model), 4 prompts x 8 a step, 40 steps
+# solved examples) and its RL stage: a tenth of the tiny model's step (3e-5 lost 0.07, bench/results/rl_smollm2.txt), 4 prompts x 8, 40 steps
 BACKBONES = dict(smollm2=dict(presets=dict(ar='configs/smollm2_ar.yaml', block_diffusion='configs/smollm2_adapt.yaml'), sft_steps=150,
-                              rl=['train.lr=3e-5', 'train.warmup_steps=5', 'train.max_steps=40', 'train.save_every=20', 'rl.prompts_per_step=4']))
+                              rl=['train.lr=1e-5', 'train.warmup_steps=5', 'train.max_steps=40', 'train.save_every=20', 'rl.prompts_per_step=4']))
 BF16 = ['model.dtype=bfloat16', 'model.attn_implementation=eager']
 
 
