@@ -56,15 +56,14 @@ def run(cmd: list, log: Path) -> float:
 
 
 def sft_steps(args) -> int:
-    return args.sft_steps or (BACKBONES[args.backbone]['sft_steps'] if args.backbone != 'tiny' else SFT_STEPS[args.task])
+    return args.sft_steps or BACKBONES.get(args.backbone, dict(sft_steps=SFT_STEPS[args.task]))['sft_steps']
 
 
 def sft_args(args, out: Path, steps: int, *extra) -> list:
     S = sft_steps(args)                                              # mdlm: the preset's 1/3 AR warm-up, of the SFT budget
     mode_kw = [f'mdlm.ar_warmup_steps={S // 3}'] if args.mode == 'mdlm' else []
-    preset, model_kw = PRESETS[args.mode], []
-    if args.backbone != 'tiny':
-        preset, model_kw = BACKBONES[args.backbone]['presets'][args.mode], [f'model.path={args.gguf}']
+    bb = BACKBONES.get(args.backbone)                                # None: the tiny model, built from the preset
+    preset, model_kw = (bb['presets'][args.mode], [f'model.path={args.gguf}']) if bb else (PRESETS[args.mode], [])
     return ['-m', 'dllm_nb.train', '--config', preset, '--eval-n', '0', f'dllm.mode={args.mode}', *mode_kw, *model_kw, *(BF16 if args.bf16 else []),
             f'data.dataset=builtin:{args.task}', f'seed={args.seed}', f'output_dir={out}', f'train.max_steps={steps}',
             'train.eval_every=0', f'train.save_every={steps}', *([f'data.train_size={args.sft_rows}'] if args.sft_rows else []), *extra]
@@ -177,15 +176,15 @@ def main(argv=None):
     ap.add_argument('--json', default=None, help='append the numbers to this JSON-lines file')
     ap.add_argument('overrides', nargs='*', help='extra key=value overrides of the RL stage (e.g. rl.estimator=coupled)')
     args = ap.parse_args(argv)
-    if args.backbone != 'tiny' and args.mode not in BACKBONES[args.backbone]['presets']:
-        ap.error(f"--backbone {args.backbone} has presets for {' and '.join(BACKBONES[args.backbone]['presets'])}, not --mode {args.mode}")
+    bb = BACKBONES.get(args.backbone, dict(presets=PRESETS, rl=[]))
+    if args.mode not in bb['presets']:
+        ap.error(f"--backbone {args.backbone} has presets for {' and '.join(bb['presets'])}, not --mode {args.mode}")
     args.gguf = default_gguf() if args.backbone == 'smollm2' else None
     if args.bf16 and (w := slow_bf16_warning('--bf16')): print(f'warning: {w}', file=sys.stderr)
     out, S = Path(args.out).resolve(), sft_steps(args)
     args.sft_rows = SFT_ROWS[args.task] if args.sft_rows is None else (args.sft_rows or None)
     one_thread()
-    rl_keys = [*RL_EXTRA.get(args.mode, []), *(BACKBONES[args.backbone]['rl'] if args.backbone != 'tiny' else []),
-               *(BF16 if args.bf16 else []), *args.overrides]      # the RL stage's keys beyond the preset (recorded in --json)
+    rl_keys = [*RL_EXTRA.get(args.mode, []), *bb['rl'], *(BF16 if args.bf16 else []), *args.overrides]      # the RL stage's keys beyond the preset (recorded in --json)
     sft_cpu = stage('sft', out / 'sft', args, lambda: run(sft_args(args, out / 'sft', S), out / 'sft.log'))
     rl_cpu = stage('rl', out / 'rl', args, lambda: run(
         ['-m', 'dllm_nb.rl', '--config', f'configs/rl_{args.task}.yaml', f'rl.init={out / "sft" / "final"}',

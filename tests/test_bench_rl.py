@@ -48,7 +48,6 @@ def test_top_up_holds_the_control_to_rl_seconds(tmp_path, monkeypatch):
     assert bench_rl.top_up(args, tmp_path, 1000, 100.0, 110.0, 40) == (110.0, 50)   # reused: the recorded steps
 
 
-
 def test_sft_args_of_each_backbone(tmp_path):
     "The tiny model's SFT command is the measured table's; `--backbone smollm2` swaps in its preset and GGUF, `--bf16` its keys."
     base = dict(task='countdown', seed=0, sft_rows=1000, sft_steps=None, gguf='/m.gguf')

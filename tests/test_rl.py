@@ -282,8 +282,7 @@ def test_a_key_rl_does_not_read_is_one_line(work, capsys):
 def test_bf16_autocast_over_fp32_weights(work, monkeypatch):
     "`model.dtype=bfloat16`: rollouts, log-probs and the update run under bf16 autocast (as SFT's), the weights stay fp32 and move."
     import dllm_nb.rl as R
-    monkeypatch.syspath_prepend(str(work))
-    (work / 'rl_test_reward.py').write_text(REWARD)
+    monkeypatch.syspath_prepend(str(work))                         # the work fixture wrote the reward module
     init, seen = make_init(work), set()
     t = R.RLTrainer(rl_config(init, work / 'bf16', 'train.max_steps=1', 'model.dtype=bfloat16', 'model.attn_implementation=eager'), quiet=True)
     lin = next(m for m in t.policy.modules() if isinstance(m, torch.nn.Linear))
