@@ -338,17 +338,19 @@ def is_training_checkpoint(path) -> bool:
     p = Path(path)
     return (p / '.metadata').exists() and any((p / f).exists() for f in STATE_FILES)
 
-def load_training_checkpoint(path, device=None) -> tuple:
+def load_training_checkpoint(path, device=None, attn_implementation: Optional[str] = None) -> tuple:
     "`(model, tokenizer, cfg, mask_token_id, step)` of a training checkpoint: the model rebuilt from its config, in eval mode."
     path = Path(path)
     st = read_trainer_state(path); md = read_dcp_metadata(path)          # both safe, both small: fail before building
     init = st['config'].get('rl', {}).get('init') if isinstance(st['config'], dict) else None   # old .pt states predate RL
+    cfg = saved_config(st['config'], strict=False)
+    if attn_implementation: cfg.model.attn_implementation = attn_implementation   # else the run's own kernel
     if init:                                                            # an RL run's: the policy is its init's model, trained on
         if not Path(init).exists():
             raise FileNotFoundError(f"{path} is an RL checkpoint whose policy started from rl.init={init!r}, which is not there "
                                     "(a relative path is read from the current folder): the model is rebuilt from it")
-        model, tok = load_checkpoint(init); mask_id = saved_run(init).get('mask_token_id')
-    cfg = saved_config(st['config'], strict=False)
+        model, tok = load_checkpoint(init, attn_implementation=cfg.model.attn_implementation)
+        mask_id = saved_run(init).get('mask_token_id')
     if not init:
         tok = load_tokenizer(cfg.model.tokenizer or cfg.model.path)
         model, mask_id = build_model(cfg, tok, verbose=False)
@@ -360,19 +362,20 @@ def load_training_checkpoint(path, device=None) -> tuple:
     return model.to(device or 'cpu').eval(), tok, cfg, mask_id, int(st['step'])
 
 # %% ../nbs/09c_checkpoint.ipynb
-def load_checkpoint(path, device=None, attn_implementation: str = 'sdpa'):
+def load_checkpoint(path, device=None, attn_implementation: Optional[str] = None):
     "`(model, tokenizer)` from a `save_pretrained` folder (the model class from its `dllm_config.json`), a `ckpt-NNNNNNN/`, or a run folder (its newest)."
+    # attn_implementation: the HF attention kernel; None = sdpa for a folder, the run's own for a ckpt-NNNNNNN/
     path, training = Path(path), lambda p: any((p / f).exists() for f in STATE_FILES)   # a run's ckpt-NNNNNNN/
     if not (path / DLLM_CONFIG_NAME).exists() and not training(path):
         path = newest_checkpoint(path) or path              # a run folder, perhaps still training: its newest whole model
     if not (path / DLLM_CONFIG_NAME).exists():
-        if training(path): return load_training_checkpoint(path, device)[:2]
+        if training(path): return load_training_checkpoint(path, device, attn_implementation)[:2]
         raise FileNotFoundError(f"{path} has no {DLLM_CONFIG_NAME}: not a dllm_nb checkpoint; give a run folder, its final/ or "
                                 "one of its ckpt-NNNNNNN/ folders, or a folder written by save_pretrained")
     meta = json.loads((path / DLLM_CONFIG_NAME).read_text())       # the class, and the run record (`saved_run`)
     kind, classes, mask = meta.get('model_class'), model_classes(), meta.get('run', {}).get('mask_token')
     if kind not in classes: raise ValueError(f"{path}: unknown model_class {kind!r}; known: {sorted(classes)}.")
-    model = classes[kind].from_pretrained(path, attn_implementation).to(device or 'cpu').eval()
+    model = classes[kind].from_pretrained(path, attn_implementation or 'sdpa').to(device or 'cpu').eval()
     tokenizer = load_tokenizer(path if (path / 'tokenizer.json').exists() or (path / 'tokenizer_config.json').exists() else None)
     if mask and tokenizer.mask_token != mask:
         tokenizer.add_special_tokens({'mask_token': mask})    # the mask token the model was trained with

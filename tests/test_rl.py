@@ -292,3 +292,20 @@ def test_bf16_autocast_over_fp32_weights(work, monkeypatch):
     assert seen == {torch.bfloat16}
     assert all(p.dtype == torch.float32 for p in t.policy.parameters())
     assert any(not torch.equal(a, p) for a, p in zip(before, t.policy.parameters()))
+
+
+def test_attn_implementation_from_a_training_checkpoint(work, monkeypatch):
+    """`rl.init=RUN/ckpt-NNNNNNN` (a step of an RL run, rebuilt from its init) takes `model.attn_implementation` as a final/
+    start does, and opening such a checkpoint without one gives its own run's kernel, not sdpa."""
+    import dllm_nb.rl as R
+    from dllm_nb.checkpoint import load_checkpoint
+    monkeypatch.syspath_prepend(str(work))
+    init = make_init(work)
+    R.RLTrainer(rl_config(init, work / 'attn1', 'train.max_steps=1'), quiet=True).fit()          # sdpa, the default
+    t = R.RLTrainer(rl_config(work / 'attn1' / 'ckpt-0000001', work / 'attn2', 'train.max_steps=1',
+                              'model.attn_implementation=eager'), quiet=True)
+    assert t.policy.attn_implementation == 'eager'
+    t.fit()
+    assert load_checkpoint(work / 'attn2' / 'ckpt-0000001')[0].attn_implementation == 'eager'
+    assert load_checkpoint(work / 'attn1' / 'ckpt-0000001')[0].attn_implementation == 'sdpa'
+
