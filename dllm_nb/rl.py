@@ -14,7 +14,7 @@ from torch import Tensor, nn
 from fastcore.basics import patch
 from fastcore.imports import IN_NOTEBOOK
 from .checkpoint import finite_checkpoints, load_checkpoint, resume_checkpoint, save_checkpoint, saved_block_size, saved_run, ResumeError, UnsafeCheckpointError
-from .rundir import preflight, unlock_run_dir
+from .rundir import check_run_dir, preflight, unlock_run_dir
 from .config import Config, load_config, save_config
 from .core import ConfigError, moved_names, slow_bf16_warning
 from .builtin import MIXES, TASKS
@@ -210,6 +210,7 @@ def evaluate(self: RLTrainer, n: Optional[int] = None) -> dict:
 @patch
 def save(self: RLTrainer, k: int) -> Optional[Path]:
     "A checkpoint after `k` steps (model, optimizer, step, config): everything else is derived from (seed, step)."
+    if self.rank == 0: check_run_dir(self.run_dir)
     return save_checkpoint(self.run_dir, k, self.policy, self.optimizer, dict(step=k, config=self.cfg), self.cfg.train.keep_last,
                            is_main=self.rank == 0)
 
@@ -237,6 +238,7 @@ def fit(self: RLTrainer, stop_at: Optional[int] = None) -> list[dict]:
             with self.autocast(): rec = self.step(k)
             if t.eval_every and self.r.eval_n and (k + 1) % t.eval_every == 0: rec.update(self.evaluate())
             recs.append(dict(step=k + 1, **rec))
+            if self.rank == 0: check_run_dir(self.run_dir)                 # deleted under a live run: stop, write nothing there
             self.metrics.log(k + 1, rec, echo=None if (k + 1) % t.log_every and 'test_accuracy' not in rec else self.say)
             if hasattr(bar, 'set_postfix'): bar.set_postfix(reward=f"{rec['reward']:.2f}", acc=f"{rec['accuracy']:.2f}")
             stop_now = intr.agreed(self.world)

@@ -14,7 +14,8 @@ from .core import ConfigError
 from .modes import get_mode
 
 # %% auto 0
-__all__ = ['LOCK_FILE', 'RUN_FILES', 'RERUN_HINT', 'lock_run_dir', 'holds_lock', 'unlock_run_dir', 'preflight']
+__all__ = ['LOCK_FILE', 'RUN_FILES', 'RERUN_HINT', 'lock_run_dir', 'holds_lock', 'unlock_run_dir', 'RunDirLost', 'check_run_dir',
+           'preflight']
 
 # %% ../nbs/09e_rundir.ipynb
 LOCK_FILE = '.dllm_nb.lock'
@@ -56,6 +57,22 @@ def unlock_run_dir(run_dir: str | Path) -> None:
     "Release this process's lock on `run_dir` (a no-op when it holds none); the file stays, emptied: a run that ended."
     fd = _HELD.pop(str(Path(run_dir).resolve()), None)
     if fd is not None: os.ftruncate(fd, 0); fcntl.flock(fd, fcntl.LOCK_UN); os.close(fd)
+
+# %% ../nbs/09e_rundir.ipynb
+class RunDirLost(FileNotFoundError):
+    "This run's `output_dir` was deleted or replaced while the run held it; raised before the run writes there again."
+
+def check_run_dir(run_dir: str | Path) -> None:
+    "Raise `RunDirLost` if this process holds `run_dir`'s lock but the folder's lock file is no longer that one (else nothing)."
+    fd = _HELD.get(str(Path(run_dir).resolve()))
+    if fd is None: return                                               # not locked here (another rank, a notebook's Trainer)
+    try: now = os.stat(Path(run_dir) / LOCK_FILE)
+    except FileNotFoundError: now = None
+    held = os.fstat(fd)
+    if now is None or (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino):
+        raise RunDirLost(f"output_dir={str(run_dir)!r} was {'replaced (another lock file)' if now else 'deleted'} while this run "
+                         "held it; stopped without writing there again (this run's earlier files went with the folder): "
+                         "start it again, in a fresh output_dir if another run now uses that one")
 
 # %% ../nbs/09e_rundir.ipynb
 RUN_FILES = ('metrics.jsonl', 'config.yaml', 'loss_curve.png', 'final', 'tb')   # what a run writes besides checkpoints

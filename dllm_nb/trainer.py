@@ -14,7 +14,7 @@ from fastcore.basics import patch
 from torch import Tensor
 from tqdm.auto import tqdm
 from .checkpoint import finite_checkpoints, resume_checkpoint, save_checkpoint, weights_finite
-from .rundir import holds_lock, lock_run_dir, unlock_run_dir
+from .rundir import check_run_dir, holds_lock, lock_run_dir, unlock_run_dir
 from .rundir import RERUN_HINT, RUN_FILES, preflight   # noqa: F401  (the CLI imports them from the trainer)
 from .config import ConfigError, mode_block_size, save_config
 from .core import moved_names, sample_seed, sample_seeds, slow_bf16_warning, stream_seed
@@ -288,6 +288,7 @@ def fit_step(self: Trainer, step: int, val, bad: int, bar, mbs: list) -> StepRec
     if t.eval_every and val and ((step + 1) % t.eval_every == 0 or step + 1 == t.max_steps):
         rec = dataclasses.replace(rec, **validate(self.model, self.strategy, val))
     if (step + 1) % t.log_every == 0 or rec.val_loss is not None or step + 1 == t.max_steps or res.skipped:
+        if self.dist.is_main: check_run_dir(self.run_dir)              # deleted under a live run: stop, write nothing there
         self.logger.log(step + 1, rec, echo=None if self.quiet else bar.write)
     return rec
 
@@ -295,6 +296,7 @@ def fit_step(self: Trainer, step: int, val, bad: int, bar, mbs: list) -> StepRec
 @patch
 def save(self: Trainer, step: int, bar=None) -> Path | None:
     "Checkpoint `step` (collective); weights that are NaN/inf are not written, and rank 0 says so."
+    if self.dist.is_main: check_run_dir(self.run_dir)
     path = save_checkpoint(self.run_dir, step, self.model, self.optimizer, self.trainer_state(step), self.cfg.train.keep_last,
                            self.dist.is_main, finite=weights_finite(self.model))
     if path is None and self.dist.is_main:

@@ -309,3 +309,20 @@ def test_attn_implementation_from_a_training_checkpoint(work, monkeypatch):
     assert load_checkpoint(work / 'attn2' / 'ckpt-0000001')[0].attn_implementation == 'eager'
     assert load_checkpoint(work / 'attn1' / 'ckpt-0000001')[0].attn_implementation == 'sdpa'
 
+
+def test_a_run_whose_folder_is_deleted_stops_with_one_line(work, capsys, monkeypatch):
+    "The RL CLI: its output_dir deleted after step 1 (and made again, empty): exit 2, one line, nothing written there."
+    import shutil
+    import dllm_nb.rl as R
+    monkeypatch.syspath_prepend(str(work))
+    init, out = make_init(work), work / 'lost'
+    step = R.RLTrainer.step
+    def delete_then_step(self, k):
+        rec = step(self, k)
+        if k == 1: shutil.rmtree(out); out.mkdir()
+        return rec
+    monkeypatch.setattr(R.RLTrainer, 'step', delete_then_step)
+    assert R.main(rl_args(init, out)[2:]) == 2
+    err = [l for l in capsys.readouterr().err.replace('\r', '\n').splitlines() if 'error' in l]   # (progress bars around it)
+    assert len(err) == 1 and err[0].strip().startswith(f"error: output_dir={str(out)!r} was deleted while this run held it"), err
+    assert list(out.iterdir()) == []

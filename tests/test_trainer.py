@@ -80,3 +80,23 @@ def test_resume_inside_idlm_warmup_is_exact(tmp_path, monkeypatch):
     monkeypatch.setattr(IDLMStrategy, 'ar_phase', counted)
     first, second = preempted_and_resumed('broken')
     assert loss(first) == loss(full[:4]) and loss(second) != loss(full[3:])
+
+
+def test_a_run_whose_folder_is_replaced_stops_without_writing(tmp_path):
+    "`rm -r` of a live run's folder and a new run at the same path: the old run writes no metrics line or checkpoint into it."
+    import shutil
+    from dllm_nb.rundir import LOCK_FILE, RunDirLost
+    out = tmp_path / 'run'
+    tr = Trainer(tiny(out, 0), quiet=True)
+    step_fn = tr.fit_step
+    def replace_then_step(step, val, bad, bar, mbs):
+        if step == 1:
+            shutil.rmtree(out); out.mkdir(); (out / LOCK_FILE).write_text('{"pid": 1}')    # the new run's folder
+        return step_fn(step, val, bad, bar, mbs)
+    tr.fit_step = replace_then_step
+    try:
+        tr.fit()
+        raise AssertionError('the run went on writing into a folder that is not its own')
+    except RunDirLost as e:
+        assert 'was replaced (another lock file) while this run held it' in str(e), e
+    assert sorted(p.name for p in out.iterdir()) == [LOCK_FILE] and (out / LOCK_FILE).read_text() == '{"pid": 1}'
