@@ -351,7 +351,7 @@ def load_training_checkpoint(path, device=None, attn_implementation: Optional[st
                                     "(a relative path is read from the current folder): the model is rebuilt from it")
         model, tok = load_checkpoint(init, attn_implementation=cfg.model.attn_implementation)
         mask_id = saved_run(init).get('mask_token_id')
-    if not init:
+    else:
         tok = load_tokenizer(cfg.model.tokenizer or cfg.model.path)
         model, mask_id = build_model(cfg, tok, verbose=False)
     state = {'model': get_model_state_dict(model)}
