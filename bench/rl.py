@@ -87,8 +87,8 @@ def control_steps(sft_run: Path, S: int, sft_cpu: float, rl_cpu: float) -> int:
     times its logged steps' mean cost over the mean cost of those in its second half. For a run of one kind of step the
     factor is about 1; mdlm's AR warm-up steps cost about half its diffusion steps, and at the SFT run's average price
     SFT continued (all diffusion) got 9-23 % more CPU than RL (bench/results/rl_cap.jsonl, before this)."""
-    rows = [json.loads(l) for l in (sft_run / 'metrics.jsonl').read_text().splitlines() if l.strip()]
-    cost = [(r['step'], r['cpu_s']) for r in rows if r.get('cpu_s') is not None]
+    from dllm_nb.metrics import read_metrics
+    cost = [(r['step'], r['cpu_s']) for r in read_metrics(sft_run) if r.get('cpu_s') is not None]
     late = [c for step, c in cost if step > S / 2]
     factor = (sum(c for _, c in cost) / len(cost)) / (sum(late) / len(late)) if late else 1.0
     return max(1, round(rl_cpu / (sft_cpu / S) * factor))
