@@ -94,6 +94,16 @@ def control_steps(sft_run: Path, S: int, sft_cpu: float, rl_cpu: float) -> int:
     return max(1, round(rl_cpu / (sft_cpu / S) * factor))
 
 
+def continue_sft(args, out: Path, S: int, extra: int) -> float:
+    "SFT continued: `out/sft` copied to `out/sftc` and resumed from its step-`S` checkpoint for `extra` more steps; its CPU seconds."
+    from dllm_nb.checkpoint import list_checkpoints
+    if not any(c.name == f'ckpt-{S:07d}' for c in list_checkpoints(out / 'sft')):    # train.resume=auto would start from scratch
+        sys.exit(f"{out / 'sft'}: no checkpoint of step {S} (ckpt-{S:07d}/), which SFT continued resumes from; without it the "
+                 f"control would train from scratch on another schedule. Copy the SFT run whole (its ckpt-* folders too) or rerun with --retrain")
+    shutil.copytree(out / 'sft', out / 'sftc', dirs_exist_ok=True, ignore=shutil.ignore_patterns('final', 'cpu_s.json', '*.lock'))
+    return run(sft_args(args, out / 'sftc', S + extra, 'train.resume=auto', 'train.resume_strict=false'), out / 'sftc.log')
+
+
 def top_up(args, out: Path, S: int, rl_cpu: float, sftc_cpu: float, extra: int, short: float = 0.95) -> tuple[float, int]:
     """Hold the control to RL's CPU seconds: `extra` was sized from the SFT start's CPU per step, which drifts with the
     machine's load (a start reused from another session ran under another one). If SFT continued got under `short` of
@@ -202,10 +212,7 @@ def main(argv=None):
         out / 'rl.log'))
     extra = control_steps(out / 'sft', S, sft_cpu, rl_cpu)           # SFT steps that cost what the RL stage cost
 
-    def continued():
-        shutil.copytree(out / 'sft', out / 'sftc', dirs_exist_ok=True, ignore=shutil.ignore_patterns('final', 'cpu_s.json', '*.lock'))
-        return run(sft_args(args, out / 'sftc', S + extra, 'train.resume=auto', 'train.resume_strict=false'), out / 'sftc.log')
-    sftc_cpu = stage('sft-continued', out / 'sftc', args, continued)
+    sftc_cpu = stage('sft-continued', out / 'sftc', args, lambda: continue_sft(args, out, S, extra))
     sftc_cpu, extra = top_up(args, out, S, rl_cpu, sftc_cpu, extra)
     if sftc_cpu > 1.05 * rl_cpu: print(f"note: SFT continued ran {sftc_cpu / rl_cpu:.0%} of RL's {rl_cpu:.0f} CPU s (more than equal: the control is favoured)")
     rows = held_out(args.task, max(args.n, args.n_wide), args.seed)

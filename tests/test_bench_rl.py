@@ -103,3 +103,17 @@ def test_control_steps_price_the_steps_the_control_runs(tmp_path):
     assert bench_rl.control_steps(tmp_path, 100, 30.0, 12.0) == 30          # 12 s at 0.4 a step (at the mean price: 40)
     write([0.3] * 10)                                                      # one kind of step: the mean price
     assert bench_rl.control_steps(tmp_path, 100, 30.0, 12.0) == 40
+
+
+def test_the_control_resumes_from_the_sft_checkpoint(tmp_path, monkeypatch):
+    "SFT continued needs the SFT run's step-S checkpoint: without it (a run copied without its ckpt-* folders) it is one clear exit, not a fresh run."
+    calls = []
+    monkeypatch.setattr(bench_rl, 'run', lambda cmd, log: calls.append(cmd) or 7.0)
+    args = SimpleNamespace(task='sudoku', mode='mdlm', seed=1, sft_rows=256, sft_steps=None, backbone='tiny', bf16=False)
+    (tmp_path / 'sft' / 'final').mkdir(parents=True)
+    with pytest.raises(SystemExit, match='no checkpoint of step 600'): bench_rl.continue_sft(args, tmp_path, 600, 50)
+    assert not calls and not (tmp_path / 'sftc').exists()
+    (tmp_path / 'sft' / 'ckpt-0000600').mkdir(); (tmp_path / 'sft' / 'ckpt-0000600' / 'trainer_state.json').write_text('{}')
+    assert bench_rl.continue_sft(args, tmp_path, 600, 50) == 7.0
+    assert (tmp_path / 'sftc' / 'ckpt-0000600' / 'trainer_state.json').exists() and not (tmp_path / 'sftc' / 'final').exists()
+    assert 'train.max_steps=650' in calls[0] and 'train.resume=auto' in calls[0]
