@@ -117,3 +117,19 @@ def test_the_control_resumes_from_the_sft_checkpoint(tmp_path, monkeypatch):
     assert bench_rl.continue_sft(args, tmp_path, 600, 50) == 7.0
     assert (tmp_path / 'sftc' / 'ckpt-0000600' / 'trainer_state.json').exists() and not (tmp_path / 'sftc' / 'final').exists()
     assert 'train.max_steps=650' in calls[0] and 'train.resume=auto' in calls[0]
+
+
+def test_trim_reruns_an_over_budget_control_for_fewer_steps(tmp_path, monkeypatch):
+    "A control that ran 120 % of RL's seconds runs again from the SFT checkpoint for the steps its own rate buys; once."
+    calls = []
+    monkeypatch.setattr(bench_rl, 'run', lambda cmd, log: calls.append(cmd) or 99.0)
+    args = SimpleNamespace(task='sudoku', mode='mdlm', seed=0, sft_rows=256, sft_steps=None, backbone='tiny', bf16=False)
+    (tmp_path / 'sft' / 'ckpt-0000600').mkdir(parents=True); (tmp_path / 'sft' / 'ckpt-0000600' / 'trainer_state.json').write_text('{}')
+    (tmp_path / 'sftc' / 'ckpt-0000660').mkdir(parents=True); (tmp_path / 'sftc' / 'cpu_s.json').write_text(json.dumps(dict(cpu_s=104.0)))
+    assert bench_rl.trim(args, tmp_path, 600, 100.0, 104.0, 60) == (104.0, 60)      # within 105 %: kept
+    assert not calls
+    (tmp_path / 'sftc' / 'cpu_s.json').write_text(json.dumps(dict(cpu_s=120.0)))
+    assert bench_rl.trim(args, tmp_path, 600, 100.0, 120.0, 60) == (99.0, 50)       # 60 steps cost 120 s: 50 buy 100
+    assert 'train.max_steps=650' in calls[0] and not (tmp_path / 'sftc' / 'ckpt-0000660').exists()
+    assert json.loads((tmp_path / 'sftc' / 'cpu_s.json').read_text()) == dict(cpu_s=99.0, steps=50, over=dict(cpu_s=120.0, steps=60))
+    assert bench_rl.trim(args, tmp_path, 600, 80.0, 99.0, 60) == (99.0, 50) and len(calls) == 1   # reused: not trimmed twice
