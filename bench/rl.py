@@ -7,8 +7,8 @@ Three runs of the tiny from-scratch model, each a library command in its own pro
   2. RL from it (`python -m dllm_nb.rl --config configs/rl_TASK.yaml`): `DIR/rl/final`;
   3. the honest control: SFT *continued* from the SFT run's last checkpoint for the same process CPU seconds as the RL
      stage took (its step count is derived from SFT's measured CPU per step in its second half, where the steps are
-     the kind SFT continued runs, topped up at its own measured rate if that gave it under 95 % of RL's seconds, and run
-     again for fewer steps if over 105 %): `DIR/sftc/final`.
+     the kind SFT continued runs, run again for fewer steps if that gave it over 105 % of RL's seconds, and topped up at
+     its own measured rate if under 95 %): `DIR/sftc/final`.
 Then the held-out accuracy of all three on the first `--n` prompts of seed S's test split (the task's verifier,
 greedy decoding with the mode's own sampler), again on `--n-wide` held-out prompts (the test split's 200, then prompts
 no split of seed S holds), each gain with its paired standard error, the reward curve (`DIR/rl/reward_curve.png`), and the last line
@@ -116,14 +116,15 @@ def top_up(args, out: Path, S: int, rl_cpu: float, sftc_cpu: float, extra: int, 
     more = max(1, round((rl_cpu - sftc_cpu) / (sftc_cpu / extra)))
     cpu = run(sft_args(args, out / 'sftc', S + extra + more, 'train.resume=auto', 'train.resume_strict=false'), out / 'sftc_topup.log')
     print(f"sft-continued: {sftc_cpu:.0f} CPU s was under {short:.0%} of RL's {rl_cpu:.0f}; {more} more steps, {cpu:.0f} CPU s")
-    rec.write_text(json.dumps(dict(cpu_s=sftc_cpu + cpu, steps=extra + more)))
+    rec.write_text(json.dumps({**done, 'cpu_s': sftc_cpu + cpu, 'steps': extra + more}))
     return sftc_cpu + cpu, extra + more
 
 
 def trim(args, out: Path, S: int, rl_cpu: float, sftc_cpu: float, extra: int, over: float = 1.05) -> tuple[float, int]:
     """The other side of `top_up`: if SFT continued ran over `over` of RL's seconds (its steps cost more than the SFT
     start's second half did: another load, a short run's start-up), run it again from the SFT checkpoint for the steps
-    its own rate buys in RL's seconds. Not cut short: its learning-rate schedule ends where its steps end. `(CPU s, steps)`."""
+    its own rate buys in RL's seconds (then `top_up` if that rate changed again). Not cut short: its learning-rate schedule
+    ends where its steps end. `(CPU s, steps)`."""
     rec = out / 'sftc' / 'cpu_s.json'
     done = json.loads(rec.read_text())
     if 'over' in done or sftc_cpu <= over * rl_cpu: return sftc_cpu, done.get('steps', extra)
@@ -229,8 +230,8 @@ def main(argv=None):
     extra = control_steps(out / 'sft', S, sft_cpu, rl_cpu)           # SFT steps that cost what the RL stage cost
 
     sftc_cpu = stage('sft-continued', out / 'sftc', args, lambda: continue_sft(args, out, S, extra))
-    sftc_cpu, extra = top_up(args, out, S, rl_cpu, sftc_cpu, extra)
     sftc_cpu, extra = trim(args, out, S, rl_cpu, sftc_cpu, extra)
+    sftc_cpu, extra = top_up(args, out, S, rl_cpu, sftc_cpu, extra)
     if sftc_cpu > 1.05 * rl_cpu: print(f"note: SFT continued ran {sftc_cpu / rl_cpu:.0%} of RL's {rl_cpu:.0f} CPU s (more than equal: the control is favoured)")
     rows = held_out(args.task, max(args.n, args.n_wide), args.seed)
     okw = {k: correct(out / k / 'final', args.task, rows, args.bf16) for k in ('sft', 'rl', 'sftc')}

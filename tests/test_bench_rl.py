@@ -133,3 +133,16 @@ def test_trim_reruns_an_over_budget_control_for_fewer_steps(tmp_path, monkeypatc
     assert 'train.max_steps=650' in calls[0] and not (tmp_path / 'sftc' / 'ckpt-0000660').exists()
     assert json.loads((tmp_path / 'sftc' / 'cpu_s.json').read_text()) == dict(cpu_s=99.0, steps=50, over=dict(cpu_s=120.0, steps=60))
     assert bench_rl.trim(args, tmp_path, 600, 80.0, 99.0, 60) == (99.0, 50) and len(calls) == 1   # reused: not trimmed twice
+
+
+def test_a_trimmed_control_that_lands_short_is_topped_up(tmp_path, monkeypatch):
+    "The control's rate changes with the load: trimmed to 90 % of RL's seconds, it is topped up, and the record keeps the first run."
+    cpu = iter([90.0, 12.0])
+    monkeypatch.setattr(bench_rl, 'run', lambda cmd, log: next(cpu))
+    args = SimpleNamespace(task='sudoku', mode='mdlm', seed=0, sft_rows=256, sft_steps=None, backbone='tiny', bf16=False)
+    (tmp_path / 'sft' / 'ckpt-0000600').mkdir(parents=True); (tmp_path / 'sft' / 'ckpt-0000600' / 'trainer_state.json').write_text('{}')
+    (tmp_path / 'sftc').mkdir(); (tmp_path / 'sftc' / 'cpu_s.json').write_text(json.dumps(dict(cpu_s=120.0)))
+    c, n = bench_rl.trim(args, tmp_path, 600, 100.0, 120.0, 60)
+    assert (c, n) == (90.0, 50)
+    assert bench_rl.top_up(args, tmp_path, 600, 100.0, c, n) == (102.0, 56)           # 10 s short at 1.8 s a step: 6 more
+    assert json.loads((tmp_path / 'sftc' / 'cpu_s.json').read_text()) == dict(cpu_s=102.0, steps=56, over=dict(cpu_s=120.0, steps=60))
