@@ -43,6 +43,7 @@ RL_EXTRA = dict(mdlm=['rl.sampler_cache=dual'])        # mdlm rollouts with the 
 BACKBONES = dict(smollm2=dict(presets=dict(ar='configs/smollm2_ar.yaml', block_diffusion='configs/smollm2_adapt.yaml'), sft_steps=150,
                               rl=['train.lr=1e-5', 'train.warmup_steps=5', 'train.max_steps=40', 'train.save_every=20', 'rl.prompts_per_step=4']))
 BF16 = ['model.dtype=bfloat16', 'model.attn_implementation=eager']
+SHORT, OVER = 0.95, 1.05       # the control's CPU seconds are held within this band of the RL stage's (top_up, trim)
 
 
 def run(cmd: list, log: Path) -> float:
@@ -105,7 +106,7 @@ def continue_sft(args, out: Path, S: int, extra: int) -> float:
     return run(sft_args(args, out / 'sftc', S + extra, 'train.resume=auto', 'train.resume_strict=false'), out / 'sftc.log')
 
 
-def top_up(args, out: Path, S: int, rl_cpu: float, sftc_cpu: float, extra: int, short: float = 0.95) -> tuple[float, int]:
+def top_up(args, out: Path, S: int, rl_cpu: float, sftc_cpu: float, extra: int, short: float = SHORT) -> tuple[float, int]:
     """Hold the control to RL's CPU seconds: `extra` was sized from the SFT start's CPU per step, which drifts with the
     machine's load (a start reused from another session ran under another one). If SFT continued got under `short` of
     RL's seconds, resume it once more for the missing seconds at the rate it just ran at. `(CPU s, steps)` in all."""
@@ -120,7 +121,7 @@ def top_up(args, out: Path, S: int, rl_cpu: float, sftc_cpu: float, extra: int, 
     return sftc_cpu + cpu, extra + more
 
 
-def trim(args, out: Path, S: int, rl_cpu: float, sftc_cpu: float, extra: int, over: float = 1.05) -> tuple[float, int]:
+def trim(args, out: Path, S: int, rl_cpu: float, sftc_cpu: float, extra: int, over: float = OVER) -> tuple[float, int]:
     """The other side of `top_up`: if SFT continued ran over `over` of RL's seconds (its steps cost more than the SFT
     start's second half did: another load, a short run's start-up), run it again from the SFT checkpoint for the steps
     its own rate buys in RL's seconds (then `top_up` if that rate changed again). Not cut short: its learning-rate schedule
@@ -232,7 +233,7 @@ def main(argv=None):
     sftc_cpu = stage('sft-continued', out / 'sftc', args, lambda: continue_sft(args, out, S, extra))
     sftc_cpu, extra = trim(args, out, S, rl_cpu, sftc_cpu, extra)
     sftc_cpu, extra = top_up(args, out, S, rl_cpu, sftc_cpu, extra)
-    if sftc_cpu > 1.05 * rl_cpu: print(f"note: SFT continued ran {sftc_cpu / rl_cpu:.0%} of RL's {rl_cpu:.0f} CPU s (more than equal: the control is favoured)")
+    if sftc_cpu > OVER * rl_cpu: print(f"note: SFT continued ran {sftc_cpu / rl_cpu:.0%} of RL's {rl_cpu:.0f} CPU s (more than equal: the control is favoured)")
     rows = held_out(args.task, max(args.n, args.n_wide), args.seed)
     okw = {k: correct(out / k / 'final', args.task, rows, args.bf16) for k in ('sft', 'rl', 'sftc')}
     acc, se = gains({k: v[:args.n] for k, v in okw.items()})
